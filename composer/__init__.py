@@ -1,0 +1,8 @@
+"""The vLLM recipe composer: recipe + catalogue + selection → launch commands.
+
+Pure logic, no I/O: the same code runs in CPython (CLI, build, tests) and in the
+browser under Pyodide. ``composer.loader`` (YAML files) is the only module that
+reads the file system and is not imported here.
+"""
+
+from composer.api import compose, compose_json  # noqa: F401

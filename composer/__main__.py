@@ -1,0 +1,5 @@
+import sys
+
+from composer.cli import main
+
+sys.exit(main())

@@ -1,0 +1,41 @@
+"""The composer's public API: one call from recipe data and a query to a plan.
+
+``compose`` takes pydantic models (CLI, build, tests); ``compose_json`` takes the
+JSON the build writes for the browser, so Pyodide runs the very same code.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+from composer.context import RecipeContext
+from composer.plan import build_plan
+from composer.schema import Catalog, Recipe
+
+
+def make_context(recipe_id: str, recipe: Recipe | dict, catalog: Catalog | dict) -> RecipeContext:
+    """Bind a recipe to a catalogue (dicts are validated into the pydantic models;
+    raises ``pydantic.ValidationError`` on bad data)."""
+    if not isinstance(recipe, Recipe):
+        recipe = Recipe.model_validate(recipe)
+    if not isinstance(catalog, Catalog):
+        catalog = Catalog.model_validate(catalog)
+    return RecipeContext(recipe_id, recipe, catalog)
+
+
+def compose(ctx: RecipeContext, query: str | dict | None = None) -> dict:
+    """The plan dict for ``query`` (see ``composer.plan.build_plan``)."""
+    return build_plan(ctx, query)
+
+
+@lru_cache(maxsize=8)
+def _context_from_json(text: str) -> RecipeContext:
+    data = json.loads(text)
+    return make_context(data["id"], data["recipe"], data["catalog"])
+
+
+def compose_json(bundle_json: str, query: str | None) -> str:
+    """Browser entry point: ``bundle_json`` is the build's ``{id, recipe, catalog}``
+    document; returns the plan as a JSON string."""
+    return json.dumps(compose(_context_from_json(bundle_json), query))

@@ -1,0 +1,195 @@
+"""Flag identity and last-writer-wins composition of vLLM argv, with provenance.
+
+vLLM parses its CLI with argparse, where ``--max-num-seqs 8``, ``--max-num-seqs=8``
+and ``--max_num_seqs 8`` are the same option, ``-tp`` is short for
+``--tensor-parallel-size``, and ``--x`` / ``--no-x`` are the two settings of one
+boolean (``argparse.BooleanOptionalAction``). The upstream composer keyed its
+dedupe on the literal token and so emitted both spellings or both booleans
+(upstream-recipe-semantics.md §16 W1–W5). Here one *flag identity* covers all of
+them, and a later layer replaces an earlier one per identity (seed: "a later
+layer wins"), recording what it replaced.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# Short aliases vLLM's argument parser accepts (vllm/engine/arg_utils.py).
+SHORT_ALIASES = {
+    "tp": "tensor-parallel-size",
+    "pp": "pipeline-parallel-size",
+    "dp": "data-parallel-size",
+    "dpl": "data-parallel-size-local",
+    "dpa": "data-parallel-address",
+    "dpp": "data-parallel-rpc-port",
+    "dpr": "data-parallel-start-rank",
+    "dcp": "decode-context-parallel-size",
+    "q": "quantization",
+    "O": "compilation-config",
+    "ep": "enable-expert-parallel",
+}
+
+# Flags that are booleans in vLLM but do not follow the --x/--no-x pattern
+# through their names; kept short on purpose: only pairs seen in recipes.
+_FLAG_RE = re.compile(r"^--?[A-Za-z][A-Za-z0-9_.\-]*(=.*)?$", re.S)
+_NUMBER_RE = re.compile(r"^-\d+(\.\d+)?([eE][-+]?\d+)?$")
+
+
+class ArgvError(ValueError):
+    """A token list that cannot be read as flags and values (e.g. a stray positional)."""
+
+
+def is_flag_token(token: str) -> bool:
+    """True if ``token`` is a flag (``--x``, ``-x``, ``--x=v``), not a value like ``-1``."""
+    return bool(_FLAG_RE.match(token)) and not _NUMBER_RE.match(token)
+
+
+@dataclass(frozen=True)
+class FlagKey:
+    """The identity of a flag: canonical long name without dashes, e.g. ``max-num-seqs``.
+
+    ``name`` uses dashes, never underscores, and short aliases are expanded.
+    """
+
+    name: str
+
+    @property
+    def spelling(self) -> str:
+        return "--" + self.name
+
+
+def canonical_name(flag: str) -> tuple[str, bool | None]:
+    """Map a flag token (without ``=value``) to ``(canonical name, boolean sense)``.
+
+    ``--no-enable-x`` → ``("enable-x", False)``; ``--enable-x`` → ``("enable-x", None)``
+    (the caller decides whether a value follows); ``-tp`` → ``("tensor-parallel-size", None)``.
+    """
+    if flag.startswith("--"):
+        name = flag[2:]
+    else:
+        short = flag[1:]
+        name = SHORT_ALIASES.get(short, short)
+    # Dotted sub-keys (--attention-config.backend=x) keep their dots.
+    head, dot, tail = name.partition(".")
+    head = head.replace("_", "-")
+    name = head + dot + tail
+    if name.startswith("no-") and len(name) > 3:
+        return name[3:], False
+    return name, None
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One option as it appears in argv: a flag with a value, or a boolean.
+
+    ``value`` is the string value, or ``None`` for a boolean, whose sense is
+    ``enabled`` (``--x`` → True, ``--no-x`` → False).
+    """
+
+    key: str
+    value: str | None = None
+    enabled: bool = True
+
+    def tokens(self) -> list[str]:
+        """The argv tokens of this unit in canonical spelling."""
+        if self.value is None:
+            return ["--" + self.key if self.enabled else "--no-" + self.key]
+        return ["--" + self.key, self.value]
+
+    def display(self) -> str:
+        return " ".join(self.tokens())
+
+
+def parse_tokens(tokens: list[str]) -> list[Unit]:
+    """Group argv tokens into units.
+
+    A flag followed by a token that is not a flag (numbers like ``-1`` count as
+    values) takes it as its value; ``--f=v`` carries its value inline. A value
+    token with spaces stays one value (the shell quoting is done at rendering).
+
+    Raises ArgvError for a token that is neither a flag nor a flag's value.
+    """
+    units: list[Unit] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if not isinstance(tok, str):
+            raise ArgvError(f"argv token {tok!r} is not a string")
+        if not is_flag_token(tok):
+            raise ArgvError(
+                f"{tok!r} is not a flag and does not follow one "
+                f"(write values right after their flag, e.g. '--flag', 'value')"
+            )
+        flag, eq, inline = tok.partition("=")
+        name, sense = canonical_name(flag)
+        if eq:
+            units.append(Unit(name, inline))
+            i += 1
+            continue
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if nxt is not None and sense is None and not is_flag_token(nxt):
+            units.append(Unit(name, nxt))
+            i += 2
+        else:
+            units.append(Unit(name, None, sense is not False))
+            i += 1
+    return units
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a value came from: a seed layer name and the recipe key path."""
+
+    layer: str
+    key: str
+
+    def to_dict(self) -> dict:
+        return {"layer": self.layer, "key": self.key}
+
+
+@dataclass
+class Entry:
+    unit: Unit
+    source: Source
+    replaced: list[tuple[Unit, Source]] = field(default_factory=list)
+
+
+class ArgvBuilder:
+    """Accumulates units layer by layer; a later unit replaces an earlier one with
+    the same flag identity and moves to the later position (upstream order, W7).
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, Entry] = {}
+
+    def add(self, units: list[Unit], source: Source) -> None:
+        for unit in units:
+            old = self._entries.pop(unit.key, None)
+            entry = Entry(unit, source)
+            if old is not None:
+                entry.replaced = old.replaced + [(old.unit, old.source)]
+            self._entries[unit.key] = entry
+
+    def add_tokens(self, tokens: list[str], source: Source) -> None:
+        self.add(parse_tokens(tokens), source)
+
+    def remove(self, key: str) -> Entry | None:
+        return self._entries.pop(key, None)
+
+    def get(self, key: str) -> Entry | None:
+        return self._entries.get(key)
+
+    def entries(self) -> list[Entry]:
+        return list(self._entries.values())
+
+    def tokens(self) -> list[str]:
+        out: list[str] = []
+        for e in self._entries.values():
+            out.extend(e.unit.tokens())
+        return out
+
+    def copy(self) -> "ArgvBuilder":
+        b = ArgvBuilder()
+        b._entries = {k: Entry(e.unit, e.source, list(e.replaced)) for k, e in self._entries.items()}
+        return b

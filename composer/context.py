@@ -1,0 +1,296 @@
+"""Read-only questions about one recipe against the catalogue.
+
+Everything the resolver and the composer ask of the recipe data lives here, so
+the rules (which hardware is offered, which strategy is supported where, floors,
+default features, weights) have one home each, with their source named.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+from composer.lookup import hw_value, lookup_value
+from composer.schema import Catalog, HardwareProfile, Recipe, Strategy, Variant
+
+MAX_NODES = 16
+"""Largest node count offered per deployment or pool (seed: P/D pools 1 to 16)."""
+
+MULTI_NODE_SIBLING = {
+    "single_node_tp": "multi_node_tp",
+    "single_node_tep": "multi_node_tep",
+    "single_node_dep": "multi_node_dep",
+}
+SINGLE_NODE_SIBLING = {v: k for k, v in MULTI_NODE_SIBLING.items()}
+
+# Built-in Advanced knobs (semantics §8). ``when`` names the condition that
+# shows them; a hidden knob is never emitted (upstream W29).
+BUILTIN_ADVANCED = (
+    ("max_batched_8k", "max-num-batched-tokens 8192", ["--max-num-batched-tokens", "8192"], None,
+     "Largest number of tokens scheduled per step; lower favours ITL, higher favours prefill throughput (TTFT)."),
+    ("max_num_seqs_256", "max-num-seqs 256", ["--max-num-seqs", "256"], None,
+     "Most sequences decoded concurrently: more concurrency and throughput, more KV cache."),
+    ("gpu_mem_095", "gpu-memory-utilization 0.95", ["--gpu-memory-utilization", "0.95"], None,
+     "Share of each GPU's memory vLLM may use for weights, activations and KV cache."),
+    ("max_model_len_auto", "max-model-len auto", ["--max-model-len", "auto"], None,
+     "Let vLLM pick the longest context the free KV cache can hold, instead of a fixed limit."),
+    ("dcp_8", "decode-context-parallel-size 8", ["--decode-context-parallel-size", "8"], "supports_dcp",
+     "Shard the decode KV cache across the tensor-parallel ranks."),
+    ("no_flashinfer_autotune", "no FlashInfer autotune", ["--no-enable-flashinfer-autotune"], "flashinfer_autotune",
+     "Skip FlashInfer kernel autotuning at start-up."),
+    ("ep_weight_filter", "EP weight filter", ["--enable-ep-weight-filter"], "ep",
+     "Load only the experts each expert-parallel rank owns."),
+)
+
+
+@dataclass(frozen=True)
+class AdvancedKnob:
+    id: str
+    label: str
+    args: list[str]
+    description: str
+    key: str
+    """Recipe key path of the knob, for provenance."""
+
+
+class RecipeContext:
+    """A recipe bound to its catalogue, with derived facts cached.
+
+    ``recipe_id`` is ``<org>/<repo>`` (the recipe's path under ``models/``).
+    """
+
+    def __init__(self, recipe_id: str, recipe: Recipe, catalog: Catalog) -> None:
+        self.recipe_id = recipe_id
+        self.recipe = recipe
+        self.catalog = catalog
+
+    # ----- hardware -------------------------------------------------------
+    def hw(self, hw_id: str) -> HardwareProfile:
+        return self.catalog.taxonomy.hardware_profiles[hw_id]
+
+    @cached_property
+    def listed_hardware(self) -> list[str]:
+        """Hardware shown on the page: every taxonomy profile that is not
+        ``restricted``, plus restricted ones the recipe declares in ``meta.hardware``
+        (semantics §1.4; upstream W28 is avoided by using this list for URLs too).
+        NVIDIA first, then AMD, then other brands, each in taxonomy order."""
+        declared = self.recipe.meta.hardware
+        profiles = self.catalog.taxonomy.hardware_profiles
+        ids = [h for h, p in profiles.items() if not p.restricted or h in declared]
+        rank = {"NVIDIA": 0, "AMD": 1}
+        return sorted(ids, key=lambda h: (rank.get(profiles[h].brand, 9), profiles[h].brand))
+
+    def hardware_block_reason(self, hw_id: str, variant_id: str) -> str | None:
+        """Why ``hw_id`` cannot run the variant, or None (meta.hardware unsupported,
+        variant allowlist, precision constraint; semantics §2.2)."""
+        hw = self.hw(hw_id)
+        if self.recipe.meta.hardware.get(hw_id) == "unsupported":
+            return f"The recipe marks {hw.display_name} as unsupported."
+        variant = self.variant(variant_id)
+        if variant.supported_hardware and hw_id not in variant.supported_hardware:
+            return f"The {self.variant_label(variant_id)} checkpoint is not offered on {hw.display_name}."
+        constraint = variant.precision_hardware
+        if constraint is None and variant.precision.lower() in ("nvfp4", "fp4"):
+            constraint = {"brand": "NVIDIA", "generation": "blackwell"}
+        if constraint:
+            brand = constraint.get("brand")
+            gen = constraint.get("generation")
+            gens = gen if isinstance(gen, list) else [gen] if gen else []
+            if (brand and hw.brand != brand) or (gens and hw.gen not in gens):
+                need = " ".join(x for x in [brand, "/".join(gens)] if x)
+                return f"{variant.precision.upper()} weights need {need} GPUs; {hw.display_name} cannot run them."
+        if not hw.scalable:
+            weights = self.weights_gb(variant_id)
+            if weights and weights > hw.vram_gb:
+                return f"{hw.display_name} cannot be clustered and holds {hw.vram_gb:g} GB, less than the {weights:g} GB of weights."
+        return None
+
+    def is_verified(self, hw_id: str) -> bool:
+        return self.recipe.meta.hardware.get(hw_id) == "verified"
+
+    def default_hardware(self, variant_id: str) -> tuple[str, str | None]:
+        """``(hw_id, problem)``: the recipe's ``meta.default_hardware`` when it can run
+        the variant (seed: the page must honour it), else a heuristic choice with a
+        problem message naming the bad default (upstream W41 was silent)."""
+        ok = [h for h in self.listed_hardware if self.hardware_block_reason(h, variant_id) is None]
+        problem = None
+        want = self.recipe.meta.default_hardware
+        if want:
+            if want in ok:
+                return want, None
+            problem = f"The recipe's default_hardware {want!r} is not offered for this variant; another default was chosen."
+        for cand in ("b200", "h200"):
+            if cand in ok and self.fits_one_node(cand, variant_id):
+                return cand, problem
+        fitting = [h for h in ok if self.fits_one_node(h, variant_id)]
+        if fitting:
+            return fitting[0], problem
+        return (ok[0] if ok else self.listed_hardware[0]), problem
+
+    # ----- variants -------------------------------------------------------
+    def variant(self, variant_id: str) -> Variant:
+        return self.recipe.variants.get(variant_id) or self.recipe.variants.get("default") or Variant()
+
+    def variant_label(self, variant_id: str) -> str:
+        v = self.variant(variant_id)
+        return v.label or (v.precision.upper() if v.precision else variant_id)
+
+    def weights_gb(self, variant_id: str) -> float | None:
+        """Weight memory in GB (``variants.<id>.vram_minimum_gb``), None if unknown."""
+        return self.variant(variant_id).vram_minimum_gb
+
+    def model_id(self, variant_id: str) -> str:
+        return self.variant(variant_id).model_id or self.recipe.model.model_id
+
+    def fits_one_node(self, hw_id: str, variant_id: str, util: float = 1.0) -> bool:
+        weights = self.weights_gb(variant_id)
+        return weights is None or weights <= self.hw(hw_id).vram_gb * util
+
+    # ----- strategies -----------------------------------------------------
+    def strategy(self, sid: str) -> Strategy:
+        return self.catalog.strategies[sid]
+
+    @cached_property
+    def strategies(self) -> list[str]:
+        """Serving strategies the recipe offers: ``compatible_strategies`` plus any
+        strategy granted ``supported`` in ``strategy_hardware`` (semantics §2.5),
+        known to the catalogue and not a KV-store deployment."""
+        ids = list(self.recipe.compatible_strategies)
+        for sid, gates in self.recipe.strategy_hardware.items():
+            if sid not in ids and "supported" in gates.values():
+                ids.append(sid)
+        return [s for s in ids if s in self.catalog.strategies and self.strategy(s).deploy_type != "kv_store_lb"]
+
+    def strategy_block_reason(self, sid: str, hw_id: str) -> str | None:
+        """Why strategy ``sid`` is unavailable on ``hw_id`` (``strategy_hardware`` gate,
+        one lookup rule: id → generation → brand → default, else list membership)."""
+        hw = self.hw(hw_id)
+        found = lookup_value(self.recipe.strategy_hardware.get(sid), hw_id, hw)
+        if found is not None:
+            if found[1] == "unsupported":
+                return f"The recipe marks {self.strategy_label(sid)} unsupported on {hw.display_name}."
+            return None
+        if sid not in self.recipe.compatible_strategies:
+            return f"{self.strategy_label(sid)} is offered only on the hardware the recipe grants it."
+        deploy = self.strategy(sid).deploy_type
+        if deploy in ("multi_node", "pd_cluster") and not hw.scalable:
+            return f"{hw.display_name} cannot be clustered."
+        return None
+
+    def strategy_label(self, sid: str) -> str:
+        s = self.catalog.strategies.get(sid)
+        return (s.display_name if s and s.display_name else sid)
+
+    def floor_gpus(self, key: str, hw_id: str) -> int:
+        """Minimum GPUs for a strategy or P/D pool mode (``strategy_min_gpus``,
+        semantics §4.3): the larger of the strategy floor and the hardware floor."""
+        cfg = self.recipe.strategy_min_gpus
+        if cfg is None:
+            return 0
+        if isinstance(cfg, int):
+            return cfg
+
+        def block(b, k: str) -> int:
+            if isinstance(b, int):
+                return b
+            if isinstance(b, dict):
+                for cand in (k, "multi_node_" + k, "single_node_" + k):
+                    if cand in b:
+                        return int(b[cand])
+            return 0
+
+        return max(block(cfg, key), block(cfg.get(hw_id), key))
+
+    def floor_nodes(self, key: str, hw_id: str) -> int:
+        gpus = self.floor_gpus(key, hw_id)
+        return max(1, math.ceil(gpus / self.hw(hw_id).gpu_count)) if gpus else 1
+
+    def single_node_tp(self, hw_id: str, variant_id: str) -> int:
+        """TP of ``single_node_tp`` (semantics §4.1): ``variants.<v>.tp``, then
+        ``strategy_overrides.single_node_tp.tp`` (capped at the node's GPUs), else
+        1 if the weights fit one GPU, else every GPU of the node."""
+        hw = self.hw(hw_id)
+        for raw in (self.variant(variant_id).tp, getattr(self.recipe.strategy_overrides.get("single_node_tp"), "tp", None)):
+            v = hw_value(raw, hw_id, hw)
+            if v and v > 0:
+                return int(v) if hw.gen == "cpu" else min(int(v), hw.gpu_count)
+        weights = self.weights_gb(variant_id)
+        if weights is None or not hw.vram_gb:
+            return hw.gpu_count
+        return 1 if weights <= hw.gb_per_gpu else hw.gpu_count
+
+    # ----- features and knobs ---------------------------------------------
+    def default_features(self, hw_id: str, variant_id: str) -> tuple[str, ...]:
+        """All features minus ``opt_in_features`` and ``hardware_opt_in_features[hw]``,
+        plus those a variant's ``default_modes`` turn on (semantics §2.1)."""
+        off = set(self.recipe.opt_in_features) | set(self.recipe.hardware_opt_in_features.get(hw_id, []))
+        forced = set(self.variant(variant_id).default_modes)
+        return tuple(f for f in self.recipe.features if f not in off or f in forced)
+
+    def feature_block_reason(self, fid: str, sid: str) -> str | None:
+        allowed = self.recipe.features[fid].strategies
+        if allowed is not None and sid not in allowed:
+            return f"Not available with {self.strategy_label(sid)}."
+        return None
+
+    def advanced_knobs(self, sid: str) -> list[AdvancedKnob]:
+        """Advanced options visible for strategy ``sid`` (built-ins, then the recipe's)."""
+        model = self.recipe.model.model_extra or {}
+        out = []
+        for kid, label, args, when, desc in BUILTIN_ADVANCED:
+            if when == "ep":
+                if not (sid.endswith("tep") or sid.endswith("dep")):
+                    continue
+            elif when and not model.get(when):
+                continue
+            out.append(AdvancedKnob(kid, label, list(args), desc, f"advanced.{kid}"))
+        for i, opt in enumerate(self.recipe.advanced_options):
+            out.append(AdvancedKnob(opt.id, opt.label or opt.id, list(opt.args), opt.description, f"advanced_options[{i}]"))
+        return out
+
+    @cached_property
+    def all_advanced_ids(self) -> set[str]:
+        return {k[0] for k in BUILTIN_ADVANCED} | {o.id for o in self.recipe.advanced_options}
+
+    # ----- KV offload -------------------------------------------------------
+    def kv_options(self) -> list[str]:
+        """KV offload ids in row order: taxonomy options and KV-store deployments."""
+        opts = [(o.order, k) for k, o in self.catalog.taxonomy.kv_offload.items()]
+        opts += [(s.order, k) for k, s in self.catalog.strategies.items() if s.deploy_type == "kv_store_lb"]
+        return [k for _, k in sorted(opts)]
+
+    def kv_label(self, kid: str) -> str:
+        opt = self.catalog.taxonomy.kv_offload.get(kid)
+        if opt:
+            return opt.label or opt.display_name or kid
+        s = self.catalog.strategies.get(kid)
+        return (s.label or s.display_name or kid) if s else kid
+
+    def kv_block_reason(self, kid: str, sid: str, hw_id: str) -> str | None:
+        """Why KV offload ``kid`` is unavailable (semantics §6.1 gates, from data)."""
+        hw = self.hw(hw_id)
+        label = self.kv_label(kid)
+        deploy = self.strategy(sid).deploy_type
+        opt = self.catalog.taxonomy.kv_offload.get(kid)
+        if opt is not None:
+            if deploy == "pd_cluster":
+                return f"{label} does not compose with P/D disaggregation (both use --kv-transfer-config)."
+            if opt.strategies is not None and sid not in opt.strategies:
+                return f"{label} is offered only with {', '.join(self.strategy_label(s) for s in opt.strategies)}."
+            support = self.recipe.kv_offload_support.get(kid)
+            if support == "unsupported":
+                return f"The recipe marks {label} unsupported."
+            if opt.requires_opt_in and support != "verified":
+                return f"{label} is offered only where the recipe records a verified run."
+            if opt.brands is not None and hw.brand not in opt.brands:
+                return f"{label} is not available on {hw.brand} hardware."
+            if hw.gen == "xpu":
+                return f"KV offload is not available on {hw.display_name}."
+            return None
+        gate = self.recipe.kv_cache_strategy_hardware.get(kid, {})
+        if gate.get(hw_id) == "unsupported":
+            return f"The recipe marks {label} unsupported on {hw.display_name}."
+        if not hw.scalable or hw.brand not in ("NVIDIA", "AMD"):
+            return f"{label} needs clusterable NVIDIA or AMD hardware."
+        return None

@@ -1,0 +1,235 @@
+"""The seed's layer order, for one command.
+
+base → variant → strategy → hardware → Advanced → Features → KV offload
+(seed, "Features and Advanced: The Override Order"). Each layer adds argv units
+and env entries; a later layer wins per flag identity / env name and the
+builders record what it replaced (``composer.argv``).
+
+Deliberate differences from upstream (semantics §16): hardware blocks are
+additive from the least to the most specific key (no block silently replaces
+another, W8/W9); KV-option env is applied after every recipe env (W9); features
+own their flags (W11); hidden Advanced knobs are never emitted (W29).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from composer.argv import ArgvBuilder, Source, Unit, parse_tokens
+from composer.context import RecipeContext
+from composer.layout import Layout
+from composer.lookup import lookup_blocks
+
+LAYERS = ("base", "variant", "strategy", "hardware", "advanced", "features", "kv_offload")
+
+
+@dataclass
+class EnvEntry:
+    value: str
+    source: Source
+    replaced: list[tuple[str, Source]] = field(default_factory=list)
+
+
+class EnvBuilder:
+    """Environment with last-writer-wins per name and provenance."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, EnvEntry] = {}
+
+    def add(self, env: dict[str, str], source: Source) -> None:
+        for k, v in env.items():
+            old = self.entries.pop(k, None)
+            e = EnvEntry(v, source)
+            if old is not None:
+                e.replaced = old.replaced + [(old.value, old.source)]
+            self.entries[k] = e
+
+    def values(self) -> dict[str, str]:
+        return {k: e.value for k, e in self.entries.items()}
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """What one command is: its role, node rank in its pool, and the topology units."""
+
+    role: str  # serve | head | worker | prefill | decode
+    rank: int
+    topology: tuple[Unit, ...]
+    pool: str | None = None  # prefill | decode for P/D
+
+
+def feature_arg_sets(ctx: RecipeContext, fid: str) -> list[tuple[str, list[str]]]:
+    """Every ``(key path, args)`` a feature can emit: plain args, modes, overrides."""
+    f = ctx.recipe.features[fid]
+    sets = []
+    if f.args:
+        sets.append((f"features.{fid}.args", list(f.args)))
+    for hk, block in f.hardware_overrides.items():
+        if block.args:
+            sets.append((f"features.{fid}.hardware_overrides.{hk}.args", list(block.args)))
+    for mk, mode in (f.modes or {}).items():
+        if mode.args:
+            sets.append((f"features.{fid}.modes.{mk}.args", list(mode.args)))
+        for hk, block in mode.hardware_overrides.items():
+            if block.args:
+                sets.append((f"features.{fid}.modes.{mk}.hardware_overrides.{hk}.args", list(block.args)))
+    return sets
+
+
+def feature_args(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str) -> tuple[str, list[str]]:
+    """The args feature ``fid`` emits on ``hw_id``: a hardware override (most specific
+    key wins) replaces the plain args; a moded feature emits its resolved mode."""
+    from composer.lookup import lookup_value
+
+    hw = ctx.hw(hw_id)
+    f = ctx.recipe.features[fid]
+    if f.modes:
+        mode_id = resolve_mode(ctx, fid, hw_id, variant_id)
+        mode = f.modes[mode_id]
+        found = lookup_value({k: b for k, b in mode.hardware_overrides.items() if b.args}, hw_id, hw)
+        if found:
+            return f"features.{fid}.modes.{mode_id}.hardware_overrides.{found[0]}.args", list(found[1].args)
+        return f"features.{fid}.modes.{mode_id}.args", list(mode.args)
+    found = lookup_value({k: b for k, b in f.hardware_overrides.items() if b.args}, hw_id, hw)
+    if found:
+        return f"features.{fid}.hardware_overrides.{found[0]}.args", list(found[1].args)
+    return f"features.{fid}.args", list(f.args)
+
+
+def resolve_mode(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str) -> str:
+    """Effective mode of a moded feature (semantics §7.2): variant default, feature
+    default, else the first mode allowed for the variant and hardware."""
+    from composer.lookup import lookup_value
+
+    f = ctx.recipe.features[fid]
+    hw = ctx.hw(hw_id)
+    allowed = []
+    for mk, m in (f.modes or {}).items():
+        if m.variants is not None and variant_id not in m.variants:
+            continue
+        gate = lookup_value(m.hardware, hw_id, hw)
+        if gate and gate[1] == "unsupported":
+            continue
+        allowed.append(mk)
+    for cand in (ctx.variant(variant_id).default_modes.get(fid), f.default_mode):
+        if cand in allowed:
+            return cand
+    return allowed[0] if allowed else next(iter(f.modes or {"": None}))
+
+
+def owned_keys(ctx: RecipeContext, fid: str) -> set[str]:
+    """Flag identities a feature owns: those present in every arg set it can emit
+    (e.g. spec decoding owns --speculative-config, not the --max-num-seqs cap its
+    AMD override also sets)."""
+    keys = None
+    for _, args in feature_arg_sets(ctx, fid):
+        try:
+            ks = {u.key for u in parse_tokens(args)}
+        except ValueError:
+            continue
+        keys = ks if keys is None else keys & ks
+    return keys or set()
+
+
+def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layout | None):
+    """Build argv units and env for one command of selection ``sel``.
+
+    ``spec`` carries the topology units (None: compose without them, e.g. to read
+    the gpu-memory-utilization in force before the node count is known).
+    Returns ``(ArgvBuilder, EnvBuilder, removed)``; ``removed`` lists
+    ``(feature id, Entry)`` for flags dropped because their feature is off.
+    Raises ``composer.argv.ArgvError`` on malformed recipe args.
+    """
+    r = ctx.recipe
+    hw_id, hw = sel.hardware, ctx.hw(sel.hardware)
+    sid = sel.strategy
+    strat = ctx.strategy(sid)
+    so = r.strategy_overrides.get(sid)
+    pool = spec.pool if spec else None
+    variant = ctx.variant(sel.variant)
+    vkey = f"variants.{sel.variant}"
+    argv, env = ArgvBuilder(), EnvBuilder()
+
+    # 1 base
+    argv.add_tokens(r.model.base_args, Source("base", "model.base_args"))
+    env.add(r.model.base_env, Source("base", "model.base_env"))
+    # 2 variant
+    argv.add_tokens(variant.extra_args, Source("variant", f"{vkey}.extra_args"))
+    env.add(variant.extra_env, Source("variant", f"{vkey}.extra_env"))
+    # 3 strategy
+    skey = f"strategies/{sid}"
+    if pool:
+        role = getattr(strat, pool)
+        role_so = getattr(so, pool, None) if so else None
+        if role is not None:
+            argv.add_tokens(role.vllm_args, Source("strategy", f"{skey}.{pool}.vllm_args"))
+            env.add(role.env, Source("strategy", f"{skey}.{pool}.env"))
+    else:
+        argv.add_tokens(strat.vllm_args, Source("strategy", f"{skey}.vllm_args"))
+        env.add(strat.env, Source("strategy", f"{skey}.env"))
+    if spec is not None:
+        argv.add(list(spec.topology), Source("strategy", f"composer: {sid} topology"))
+    if so is not None:
+        okey = f"strategy_overrides.{sid}"
+        argv.add_tokens(so.extra_args, Source("strategy", f"{okey}.extra_args"))
+        argv.add_tokens(so.vllm_args, Source("strategy", f"{okey}.vllm_args"))
+        env.add(so.env, Source("strategy", f"{okey}.env"))
+        env.add(so.extra_env, Source("strategy", f"{okey}.extra_env"))
+        if pool and role_so is not None:
+            argv.add_tokens(role_so.extra_args, Source("strategy", f"{okey}.{pool}.extra_args"))
+            argv.add_tokens(role_so.vllm_args, Source("strategy", f"{okey}.{pool}.vllm_args"))
+            env.add(role_so.env, Source("strategy", f"{okey}.{pool}.env"))
+    # 4 hardware: recipe, variant, strategy override, P/D role; each least → most specific
+    scopes = [("hardware_overrides", r.hardware_overrides), (f"{vkey}.hardware_overrides", variant.hardware_overrides)]
+    if so is not None:
+        scopes.append((f"strategy_overrides.{sid}.hardware_overrides", so.hardware_overrides))
+        if pool and role_so is not None:
+            scopes.append((f"strategy_overrides.{sid}.{pool}.hardware_overrides", role_so.hardware_overrides))
+    for prefix, blocks in scopes:
+        for key, block in lookup_blocks(blocks, hw_id, hw):
+            argv.add_tokens(list(block.extra_args) + list(block.args), Source("hardware", f"{prefix}.{key}.extra_args"))
+            env.add(block.extra_env, Source("hardware", f"{prefix}.{key}.extra_env"))
+    # 5 advanced
+    knobs = {k.id: k for k in ctx.advanced_knobs(sid)}
+    for aid in sel.advanced:
+        if aid in knobs:
+            argv.add_tokens(knobs[aid].args, Source("advanced", knobs[aid].key))
+    # 6 features
+    for fid in sel.features:
+        if fid not in r.features or ctx.feature_block_reason(fid, sid):
+            continue
+        key, args = feature_args(ctx, fid, hw_id, sel.variant)
+        argv.add_tokens(args, Source("features", key))
+    removed = []
+    enabled_owned = set()
+    for fid in sel.features:
+        if fid in r.features and not ctx.feature_block_reason(fid, sid):
+            enabled_owned |= owned_keys(ctx, fid)
+    for fid in r.features:
+        if fid in sel.features and not ctx.feature_block_reason(fid, sid):
+            continue
+        for key in sorted(owned_keys(ctx, fid) - enabled_owned):
+            entry = argv.get(key)
+            if entry is not None and entry.source.layer != "features":
+                argv.remove(key)
+                removed.append((fid, entry))
+    # 7 KV offload
+    kv = sel.kv_offload
+    if kv:
+        opt = ctx.catalog.taxonomy.kv_offload.get(kv)
+        if opt is not None:
+            argv.add_tokens(opt.args, Source("kv_offload", f"kv_offload.{kv}.args"))
+            env.add(opt.env, Source("kv_offload", f"kv_offload.{kv}.env"))
+        else:
+            store = ctx.strategy(kv)
+            vllm = store.vllm or {}
+            from composer.schema import Args, Env  # noqa: F401
+            argv.add_tokens([str(x) for x in vllm.get("vllm_args", [])], Source("kv_offload", f"kv_store/{kv}.vllm.vllm_args"))
+            env.add({str(k): _s(v) for k, v in (vllm.get("env") or {}).items()}, Source("kv_offload", f"kv_store/{kv}.vllm.env"))
+    return argv, env, removed
+
+
+def _s(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)

@@ -1,0 +1,385 @@
+"""Compose a plan: the commands of a resolved selection, with provenance,
+capacity, notices, the canonical URL and the page's control options.
+
+``build_plan(ctx, query)`` is the one entry point; everything else is a step.
+"""
+
+from __future__ import annotations
+
+from composer.argv import ArgvError, Entry, Source
+from composer.context import MAX_NODES, RecipeContext
+from composer.layers import CommandSpec, compose_layers
+from composer.layout import capacity
+from composer.notices import Notices
+from composer.request import LIST_PARAMS, SCHEMA_VERSION, Request, parse_query
+from composer.resolve import (POOLS, Selection, feature_label, layout_for, pd_modes, pool_layout,
+                              resolve, util_in_force)
+from composer.shell import command_text, env_text
+from composer.topology import node_units, serves_api
+
+LAYER_LABELS = {
+    "base": "the recipe's base args",
+    "variant": "the variant",
+    "strategy": "the strategy",
+    "hardware": "the hardware override",
+    "advanced": "Advanced",
+    "features": "a feature",
+    "kv_offload": "KV offload",
+}
+USER_LAYERS = ("advanced", "features", "kv_offload")
+ROUTER_PORT = "30000"
+
+
+def source_label(ctx: RecipeContext, src: Source) -> str:
+    """A person's name for a value's source, e.g. "speculative decoding" or
+    "Advanced", "the hardware override (hardware_overrides.blackwell)"."""
+    if src.layer == "features":
+        fid = src.key.split(".")[1]
+        return feature_label(ctx, fid)
+    if src.layer == "advanced":
+        return "Advanced"
+    if src.layer in ("hardware", "strategy", "base", "variant"):
+        key = src.key.rsplit(".", 1)[0] if src.key.endswith(("extra_args", "vllm_args", "base_args")) else src.key
+        return f"{LAYER_LABELS[src.layer]} ({key})"
+    return LAYER_LABELS.get(src.layer, src.layer)
+
+
+def _provenance(argv_entries: list[Entry], env) -> tuple[list[dict], list[dict]]:
+    flags = []
+    for e in argv_entries:
+        flags.append({
+            "flag": "--" + e.unit.key if e.unit.value is not None or e.unit.enabled else "--no-" + e.unit.key,
+            "key": e.unit.key,
+            "value": e.unit.value,
+            **e.source.to_dict(),
+            "replaced": [{"value": u.value if u.value is not None else ("on" if u.enabled else "off"), **s.to_dict()}
+                         for u, s in e.replaced],
+        })
+    envs = [{"name": k, "value": v.value, **v.source.to_dict(),
+             "replaced": [{"value": val, **s.to_dict()} for val, s in v.replaced]}
+            for k, v in env.entries.items()]
+    return flags, envs
+
+
+def _replacement_notices(ctx: RecipeContext, entries: list[Entry], notices: Notices, where: str) -> None:
+    for e in entries:
+        for old, src in e.replaced:
+            if src.layer not in USER_LAYERS and e.source.layer not in USER_LAYERS:
+                continue
+            new_v = e.unit.display().split(" ", 1)[-1] if e.unit.value is not None else e.unit.display()
+            old_v = old.display().split(" ", 1)[-1] if old.value is not None else old.display()
+            flag = "--" + e.unit.key
+            if old == e.unit:
+                if src.layer in USER_LAYERS or e.source.layer in USER_LAYERS:
+                    notices.add("info", "value-unchanged",
+                                f"{source_label(ctx, e.source)} sets {flag} {new_v}, the value {source_label(ctx, src)} already set: the command is unchanged.")
+                continue
+            notices.add("info", "value-replaced",
+                        f"{source_label(ctx, src)} {flag} {old_v} was replaced by {source_label(ctx, e.source)}'s {new_v}{where}.")
+
+
+def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, extra_env: dict | None = None) -> dict:
+    argv_b, env_b, removed = compose_layers(ctx, sel, spec, lay)
+    if extra_env:
+        env_b.add(extra_env, Source("strategy", "composer: per-node placement"))
+    for fid, entry in removed:
+        notices.add("info", "feature-owned-flag",
+                    f"{feature_label(ctx, fid)} is off, so {entry.unit.display()} from {source_label(ctx, entry.source)} was removed.")
+    entries = argv_b.entries()
+    _replacement_notices(ctx, entries, notices, "")
+    model = ctx.model_id(sel.variant)
+    argv = ["vllm", "serve", model] + argv_b.tokens()
+    env = env_b.values()
+    flags, envs = _provenance(entries, env_b)
+    units = [e.unit.tokens() for e in entries]
+    cmd = command_text(argv, units)
+    return {
+        "role": spec.role, "node_rank": spec.rank, "pool": spec.pool, "label": label,
+        "argv": argv, "env": env, "command": cmd, "env_text": env_text(env),
+        "text": (env_text(env) + "\n" + cmd) if env else cmd,
+        "provenance": flags, "env_provenance": envs,
+    }
+
+
+def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[dict], list[dict]]:
+    """All commands of ``sel`` (one per node and role) and capacity records."""
+    deploy = ctx.strategy(sel.strategy).deploy_type
+    hwname = ctx.hw(sel.hardware).display_name
+    if deploy == "pd_cluster":
+        return _pd_commands(ctx, sel, notices)
+    lay = layout_for(ctx, sel, sel.nodes)
+    util = util_in_force(ctx, sel)
+    cap = capacity(ctx, lay, sel.hardware, sel.variant, util)
+    where = f"{lay.replica_nodes} × {hwname}" if lay.mode != "tp" or lay.tp >= lay.gpus_per_node else f"{lay.tp} × {hwname} GPU"
+    if lay.mode == "tp_dp":
+        where = f"each replica (1 × {hwname})"
+    caps = [{"scope": "deployment", "where": where, **cap.to_dict(), "message": cap.describe(where)}]
+    cmds = []
+    for rank in range(sel.nodes):
+        role = "serve" if deploy == "single_node" else ("head" if rank == 0 else "worker")
+        label = "Node" if role == "serve" else ("Head (node 0)" if rank == 0 else f"Node {rank}")
+        spec = CommandSpec(role, rank, tuple(node_units(lay, rank, deploy)))
+        cmds.append(_command(ctx, sel, spec, lay, notices, label))
+    return cmds, caps
+
+
+def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[dict], list[dict]]:
+    cmds, caps, endpoints = [], [], {}
+    hwname = ctx.hw(sel.hardware).display_name
+    g = ctx.hw(sel.hardware).gpu_count
+    for name in POOLS:
+        pool = sel.pool(name)
+        lay = pool_layout(ctx, sel, name, pool.mode, pool.nodes)
+        util = util_in_force(ctx, sel, name)
+        cap = capacity(ctx, lay, sel.hardware, sel.variant, util)
+        where = f"the {name} pool ({pool.nodes} × {hwname})"
+        caps.append({"scope": name, "where": where, **cap.to_dict(), "message": cap.describe(where)})
+        upper = name.upper()
+        endpoints[name] = []
+        for rank in range(pool.nodes):
+            head = f"${upper}_NODE_1"
+            spec = CommandSpec(name, rank, tuple(node_units(lay, rank, "pd_cluster", head=head, pd_pool=True)), name)
+            extra = {"VLLM_NIXL_SIDE_CHANNEL_HOST": f"${upper}_NODE_{rank + 1}"}
+            if pool.nodes > 1:
+                extra.update({"GLOO_SOCKET_IFNAME": "$IFACE_NAME", "NCCL_SOCKET_IFNAME": "$IFACE_NAME"})
+            label = f"{name.capitalize()} node {rank + 1}/{pool.nodes}"
+            cmd = _command(ctx, sel, spec, lay, notices, label, extra)
+            cmds.append(cmd)
+            if serves_api(lay, rank):
+                port = _flag_value(cmd["argv"], "--port") or "8000"
+                endpoints[name].append(f"http://${upper}_NODE_{rank + 1}:{port}")
+    cmds.append(_router(ctx, sel, endpoints))
+    return cmds, caps
+
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    for i, tok in enumerate(argv[:-1]):
+        if tok == flag:
+            return argv[i + 1]
+    return None
+
+
+def _router(ctx: RecipeContext, sel: Selection, endpoints: dict[str, list[str]]) -> dict:
+    so = ctx.recipe.strategy_overrides.get("pd_cluster")
+    router_cfg = dict(ctx.strategy("pd_cluster").router or {})
+    router_cfg.update((so.router if so and so.router else {}) or {})
+    policy = str(router_cfg.get("policy", "round_robin"))
+    argv = ["vllm-router", "--policy", policy, "--vllm-pd-disaggregation"]
+    for url in endpoints["prefill"]:
+        argv += ["--prefill", url]
+    for url in endpoints["decode"]:
+        argv += ["--decode", url]
+    argv += ["--host", "0.0.0.0", "--port", str(router_cfg.get("port", ROUTER_PORT))]
+    units = [argv[i:i + 2] for i in range(1, len(argv), 2) if argv[i] != "--vllm-pd-disaggregation"]
+    units = []
+    i = 1
+    while i < len(argv):
+        if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+            units.append(argv[i:i + 2])
+            i += 2
+        else:
+            units.append([argv[i]])
+            i += 1
+    text = " \\\n".join([argv[0]] + ["  " + " ".join(_q(t) for t in u) for u in units])
+    return {"role": "router", "node_rank": 0, "pool": None, "label": "Router", "argv": argv, "env": {},
+            "command": text, "env_text": "", "text": text, "provenance": [], "env_provenance": [],
+            "install": "uv pip install vllm-router"}
+
+
+def _q(t: str) -> str:
+    from composer.shell import quote
+    return quote(t)
+
+
+def selection_values(sel: Selection) -> dict[str, str]:
+    """Every query parameter that states ``sel`` explicitly."""
+    vals = {"hardware": sel.hardware, "variant": sel.variant, "strategy": sel.strategy,
+            "features": ",".join(sel.features), "advanced": ",".join(sel.advanced),
+            "kv_offload": sel.kv_offload or "off"}
+    if sel.prefill:
+        for name in POOLS:
+            p = sel.pool(name)
+            vals[f"{name}_mode"] = p.mode
+            vals[f"{name}_nodes"] = str(p.nodes)
+    else:
+        vals["nodes"] = str(sel.nodes)
+    return vals
+
+
+DROP_ORDER = ("nodes", "prefill_nodes", "decode_nodes", "strategy", "prefill_mode", "decode_mode",
+              "features", "advanced", "kv_offload", "variant", "hardware")
+
+
+def canonical_request(ctx: RecipeContext, sel: Selection) -> Request:
+    """The smallest request that resolves to ``sel``: parameters equal to what the
+    recipe would choose anyway are omitted (a link with no parameters is the
+    recipe default), and ``v`` is set when any parameter remains."""
+    vals = selection_values(sel)
+    for key in DROP_ORDER:
+        if key not in vals:
+            continue
+        trial = {k: v for k, v in vals.items() if k != key}
+        got, _ = resolve(ctx, parse_query(trial))
+        if got == sel:
+            vals = trial
+    if vals:
+        vals["v"] = SCHEMA_VERSION
+    return parse_query(vals)
+
+
+def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
+    """Every control of the page with its state: selected, disabled (and why),
+    and the query a click on it produces."""
+    base = canon.with_values(v=SCHEMA_VERSION)
+    pd_keys = dict(prefill_mode=None, prefill_nodes=None, decode_mode=None, decode_nodes=None)
+    hwp = ctx.hw(sel.hardware)
+    opts: dict[str, list[dict]] = {}
+
+    opts["hardware"] = []
+    for h in ctx.listed_hardware:
+        p = ctx.hw(h)
+        reason = ctx.hardware_block_reason(h, sel.variant)
+        opts["hardware"].append({
+            "id": h, "label": p.display_name, "group": p.brand, "gpus": p.gpu_count,
+            "gb_per_node": p.vram_gb, "gb_per_gpu": round(p.gb_per_gpu), "verified": ctx.is_verified(h),
+            "description": p.description, "selected": h == sel.hardware, "disabled": reason is not None,
+            "reason": reason, "query": base.with_values(hardware=h, strategy=None, nodes=None, **pd_keys).query(),
+        })
+    opts["variant"] = [{
+        "id": v, "label": ctx.variant_label(v), "description": ctx.variant(v).description,
+        "weights_gb": ctx.weights_gb(v), "selected": v == sel.variant, "disabled": False, "reason": None,
+        "query": base.with_values(variant=v, hardware=None, strategy=None, nodes=None, **pd_keys).query(),
+    } for v in ctx.recipe.variants]
+
+    deploy = ctx.strategy(sel.strategy).deploy_type
+    util = util_in_force(ctx, sel)
+    weights = ctx.weights_gb(sel.variant)
+    single_ok = any(ctx.strategy(s).deploy_type == "single_node" and ctx.strategy_block_reason(s, sel.hardware) is None
+                    for s in ctx.strategies)
+    multi_ok = hwp.scalable and any(ctx.strategy(s).deploy_type == "multi_node" and ctx.strategy_block_reason(s, sel.hardware) is None
+                                    for s in ctx.strategies)
+    opts["nodes"] = []
+    for k in range(1, MAX_NODES + 1):
+        reason = None
+        if k == 1 and not single_ok:
+            reason = "No single-node strategy is offered here."
+        elif k == 1 and weights and weights > hwp.vram_gb * util:
+            reason = f"One {hwp.display_name} node ({hwp.vram_gb:g} GB × {util:g}) cannot hold {weights:g} GB of weights."
+        elif k > 1 and not multi_ok:
+            reason = f"No multi-node strategy is offered on {hwp.display_name}."
+        keep = deploy == "multi_node" and k > 1
+        opts["nodes"].append({
+            "id": str(k), "label": str(k), "selected": deploy != "pd_cluster" and k == sel.nodes,
+            "disabled": reason is not None, "reason": reason,
+            "query": base.with_values(nodes=k, strategy=sel.strategy if keep else None, **pd_keys).query(),
+        })
+
+    opts["strategy"] = []
+    for s in ctx.strategies:
+        st = ctx.strategy(s)
+        reason = ctx.strategy_block_reason(s, sel.hardware)
+        if reason is None and st.deploy_type == "single_node" and weights and not ctx.fits_one_node(sel.hardware, sel.variant, util):
+            reason = f"One {hwp.display_name} node cannot hold {weights:g} GB of weights."
+        if reason is None and ctx.floor_nodes(s, sel.hardware) > MAX_NODES:
+            reason = f"Needs more than {MAX_NODES} nodes of {hwp.display_name}."
+        same_kind = st.deploy_type == deploy
+        opts["strategy"].append({
+            "id": s, "label": ctx.strategy_label(s), "description": st.description,
+            "deploy_type": st.deploy_type, "min_gpus": ctx.floor_gpus(s, sel.hardware),
+            "selected": s == sel.strategy, "disabled": reason is not None, "reason": reason,
+            "query": base.with_values(strategy=s, nodes=(None if not same_kind or st.deploy_type != "multi_node" else base.get("nodes")),
+                                      **(pd_keys if s != "pd_cluster" else {})).query(),
+        })
+
+    if deploy == "pd_cluster":
+        modes = pd_modes(ctx, sel.hardware)
+        for name in POOLS:
+            pool = sel.pool(name)
+            opts[f"{name}_mode"] = [{
+                "id": m, "label": m.upper(), "selected": m == pool.mode, "disabled": False, "reason": None,
+                "query": base.with_values(**{f"{name}_mode": m, f"{name}_nodes": None}).query(),
+            } for m in modes]
+            opts[f"{name}_nodes"] = [{
+                "id": str(k), "label": str(k), "selected": k == pool.nodes, "disabled": False, "reason": None,
+                "query": base.with_values(**{f"{name}_nodes": k}).query(),
+            } for k in range(1, MAX_NODES + 1)]
+
+    opts["features"] = []
+    for f, spec in ctx.recipe.features.items():
+        on = f in sel.features
+        new = tuple(x for x in sel.features if x != f) if on else sel.features + (f,)
+        opts["features"].append({
+            "id": f, "label": feature_label(ctx, f), "description": spec.description, "selected": on,
+            "disabled": ctx.feature_block_reason(f, sel.strategy) is not None,
+            "reason": ctx.feature_block_reason(f, sel.strategy),
+            "query": base.with_values(features=list(new)).query(),
+        })
+    opts["advanced"] = []
+    for k in ctx.advanced_knobs(sel.strategy):
+        on = k.id in sel.advanced
+        new = tuple(x for x in sel.advanced if x != k.id) if on else sel.advanced + (k.id,)
+        opts["advanced"].append({
+            "id": k.id, "label": k.label, "description": k.description, "selected": on,
+            "disabled": False, "reason": None, "query": base.with_values(advanced=list(new) or None).query(),
+        })
+    opts["kv_offload"] = [{"id": "off", "label": "Off", "description": "KV cache stays in GPU HBM.",
+                           "selected": not sel.kv_offload, "disabled": False, "reason": None,
+                           "query": base.with_values(kv_offload=None).query()}]
+    for kid in ctx.kv_options():
+        reason = ctx.kv_block_reason(kid, sel.strategy, sel.hardware)
+        opt = ctx.catalog.taxonomy.kv_offload.get(kid)
+        desc = opt.description if opt else ctx.strategy(kid).description
+        opts["kv_offload"].append({
+            "id": kid, "label": ctx.kv_label(kid), "description": desc, "selected": kid == sel.kv_offload,
+            "disabled": reason is not None, "reason": reason, "query": base.with_values(kv_offload=kid).query(),
+        })
+    return opts
+
+
+def summary(ctx: RecipeContext, sel: Selection, commands: list[dict]) -> str:
+    hw = ctx.hw(sel.hardware)
+    prec = ctx.variant_label(sel.variant)
+    if sel.prefill:
+        return (f"{hw.display_name} · P/D: prefill {sel.prefill.nodes} × {sel.prefill.mode.upper()}, "
+                f"decode {sel.decode.nodes} × {sel.decode.mode.upper()} · {prec}")
+    lay = layout_for(ctx, sel, sel.nodes)
+    shape = {"tp": f"TP {lay.tp}", "tep": f"TP {lay.tp} + EP", "dep": f"DP {lay.dp} + EP",
+             "tp_pp": f"TP {lay.tp} × PP {lay.pp}", "tp_dp": f"TP {lay.tp} × DP {lay.dp}"}[lay.mode]
+    return f"{sel.nodes} × {hw.display_name} · {ctx.strategy_label(sel.strategy)} · {shape} · {prec}"
+
+
+def build_plan(ctx: RecipeContext, query) -> dict:
+    """The plan for ``query`` (string, mapping or None) as a JSON-ready dict.
+
+    Keys: ``recipe``, ``selection``, ``commands`` (``role``, ``node_rank``, ``argv``,
+    ``env``, ``text`` …), ``notices``, ``url`` (canonical query, "" for the
+    default), ``capacity``, ``verified``, ``status`` (``ok``/``error``), ``summary``
+    and ``options`` (the page controls). Never raises for any query; a broken
+    recipe raises ``ArgvError`` (caught by validation at build time).
+    """
+    req = parse_query(query)
+    sel, notices = resolve(ctx, req)
+    commands, caps = build_commands(ctx, sel, notices)
+    has_cap_error = any(n.code == "capacity" for n in notices.items())
+    for c in caps:
+        if not c["fits"] and not has_cap_error:
+            notices.add("error", "capacity", c["message"].replace(" on ", " do not fit on ", 1))
+    canon = canonical_request(ctx, sel)
+    status = "error" if notices.has_error() else "ok"
+    return {
+        "recipe": {"id": ctx.recipe_id, "title": ctx.recipe.meta.title, "model_id": ctx.model_id(sel.variant)},
+        "selection": sel.to_dict(),
+        "summary": summary(ctx, sel, commands),
+        "status": status,
+        "commands": commands if status == "ok" else [],
+        "blocked_commands": commands if status == "error" else [],
+        "notices": [n.to_dict() for n in notices.items()],
+        "capacity": caps,
+        "verified": ctx.is_verified(sel.hardware),
+        "url": ("?" + canon.query()) if canon.values else "",
+        "query": canon.query(),
+        "options": build_options(ctx, sel, canon),
+    }
+
+
+__all__ = ["build_plan", "ArgvError"]

@@ -1,0 +1,339 @@
+"""From a ``Request`` to a ``Selection``: every dimension checked and completed.
+
+Precedence when the query is silent: ``meta.default_hardware`` (seed: honoured on
+a visit with no parameters), the recipe's ``default_strategy`` (its multi-node
+sibling when one node cannot hold the weights), the smallest node count that
+meets the strategy floor, holds the weights and gives a valid TP. When the query
+asks for something impossible the resolver picks what works and says so in a
+notice; it never raises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from composer.context import MAX_NODES, MULTI_NODE_SIBLING, RecipeContext
+from composer.layers import compose_layers
+from composer.layout import DEFAULT_GPU_UTIL, Layout, capacity, layout_problem, make_layout, strategy_mode
+from composer.notices import Notices
+from composer.request import Request, _short
+
+POOLS = ("prefill", "decode")
+POOL_MODES = ("tp", "tep", "dep")
+
+
+@dataclass(frozen=True)
+class Pool:
+    mode: str
+    nodes: int
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A complete, valid choice in every dimension (ids as in the query)."""
+
+    hardware: str
+    variant: str
+    strategy: str
+    nodes: int
+    features: tuple[str, ...]
+    advanced: tuple[str, ...]
+    kv_offload: str  # "" = off
+    prefill: Pool | None = None
+    decode: Pool | None = None
+
+    def pool(self, name: str) -> Pool | None:
+        return getattr(self, name)
+
+    def to_dict(self) -> dict:
+        d = {
+            "hardware": self.hardware, "variant": self.variant, "strategy": self.strategy,
+            "nodes": self.nodes, "features": list(self.features), "advanced": list(self.advanced),
+            "kv_offload": self.kv_offload or "off",
+        }
+        for p in POOLS:
+            pool = self.pool(p)
+            if pool:
+                d[f"{p}_mode"] = pool.mode
+                d[f"{p}_nodes"] = pool.nodes
+        return d
+
+
+def util_in_force(ctx: RecipeContext, sel: Selection, pool: str | None = None) -> float:
+    """The final ``--gpu-memory-utilization`` of the composed command (vLLM default 0.9)."""
+    from composer.layers import CommandSpec
+
+    spec = CommandSpec(pool or "serve", 0, (), pool)
+    try:
+        argv, _, _ = compose_layers(ctx, sel, spec, None)
+    except ValueError:
+        return DEFAULT_GPU_UTIL
+    e = argv.get("gpu-memory-utilization")
+    try:
+        return float(e.unit.value) if e and e.unit.value else DEFAULT_GPU_UTIL
+    except ValueError:
+        return DEFAULT_GPU_UTIL
+
+
+def layout_for(ctx: RecipeContext, sel: Selection, nodes: int) -> Layout:
+    sid = sel.strategy
+    single = ctx.strategy(sid).deploy_type == "single_node"
+    return make_layout(ctx, strategy_mode(ctx, sid), sel.hardware, sel.variant, nodes, single_node=single, sid=sid)
+
+
+def pool_layout(ctx: RecipeContext, sel: Selection, name: str, mode: str, nodes: int) -> Layout:
+    role_so = getattr(ctx.recipe.strategy_overrides.get("pd_cluster"), name, None)
+    role_st = getattr(ctx.strategy("pd_cluster"), name, None)
+    role_tp = (role_so.tp if role_so and role_so.tp else None) or (role_st.tp if role_st and role_st.tp else None)
+    return make_layout(ctx, mode, sel.hardware, sel.variant, nodes, role_tp=role_tp if mode == "dep" else None)
+
+
+def layout_ok(ctx: RecipeContext, sel: Selection, lay: Layout, util: float) -> str | None:
+    """None if ``lay`` holds the weights and is valid for the model, else why not."""
+    problem = layout_problem(ctx, lay)
+    if problem:
+        return problem
+    cap = capacity(ctx, lay, sel.hardware, sel.variant, util)
+    if not cap.fits:
+        return cap.describe(f"{lay.replica_nodes} × {ctx.hw(sel.hardware).display_name}").replace(": ", " do not fit: ", 1)
+    return None
+
+
+def smallest_nodes(ctx: RecipeContext, sel: Selection, lower: int, make) -> int | None:
+    """Smallest n in [lower, MAX_NODES] whose layout ``make(n)`` is ok, else None."""
+    for n in range(max(1, lower), MAX_NODES + 1):
+        lay, util = make(n)
+        if layout_ok(ctx, sel, lay, util) is None:
+            return n
+    return None
+
+
+def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
+    """Resolve ``req`` into a Selection plus notices. Never raises on user input."""
+    n = Notices()
+    for p in req.problems:
+        n.add("warning", "query-ignored", p)
+    r = ctx.recipe
+
+    # variant
+    variant = req.get("variant") or "default"
+    if variant not in r.variants:
+        n.add("warning", "invalid-variant", f"Variant {_short(variant)} is not in this recipe; the default variant is shown.")
+        variant = "default" if "default" in r.variants else next(iter(r.variants))
+
+    # hardware
+    default_hw, problem = ctx.default_hardware(variant)
+    if problem:
+        n.add("warning", "default-hardware", problem)
+    hw = req.get("hardware")
+    if hw is not None:
+        if hw not in ctx.listed_hardware:
+            n.add("warning", "invalid-hardware", f"Hardware {_short(hw)} is not offered for this recipe; {ctx.hw(default_hw).display_name} is shown.")
+            hw = default_hw
+        else:
+            reason = ctx.hardware_block_reason(hw, variant)
+            if reason:
+                n.add("warning", "hardware-unavailable", f"{reason} {ctx.hw(default_hw).display_name} is shown instead.")
+                hw = default_hw
+    else:
+        hw = default_hw
+
+    # strategy
+    offered = ctx.strategies
+    supported = [s for s in offered if ctx.strategy_block_reason(s, hw) is None]
+    want_nodes = req.get_int("nodes")
+    if want_nodes is not None and not 1 <= want_nodes <= MAX_NODES:
+        n.add("warning", "invalid-nodes", f"nodes={want_nodes} is outside 1–{MAX_NODES} and was ignored.")
+        want_nodes = None
+    sid = req.get("strategy")
+    if sid is not None:
+        if sid not in offered:
+            n.add("warning", "invalid-strategy", f"Strategy {_short(sid)} is not offered by this recipe; the recommended strategy is shown.")
+            sid = None
+        elif sid not in supported:
+            n.add("warning", "strategy-unavailable", f"{ctx.strategy_block_reason(sid, hw)} The recommended strategy is shown.")
+            sid = None
+    if sid is None:
+        sid = recommend(ctx, hw, variant, want_nodes, supported)
+        if sid is None:
+            n.add("error", "no-strategy", f"This recipe offers no strategy that runs on {ctx.hw(hw).display_name}.")
+            sid = offered[0] if offered else "single_node_tp"
+
+    # features and advanced (before nodes: they move gpu-memory-utilization)
+    feats = req.get_list("features")
+    if feats is None:
+        feats = ctx.default_features(hw, variant)
+    else:
+        unknown = [f for f in feats if f not in r.features]
+        if unknown:
+            n.add("warning", "invalid-feature", f"Unknown feature(s) {', '.join(_short(f) for f in unknown)} ignored.")
+        feats = tuple(f for f in feats if f in r.features)
+        for f in feats:
+            why = ctx.feature_block_reason(f, sid)
+            if why:
+                n.add("warning", "feature-unavailable", f"{feature_label(ctx, f)}: {why} It is not emitted.")
+    adv = req.get_list("advanced") or ()
+    visible = {k.id for k in ctx.advanced_knobs(sid)}
+    bad = [a for a in adv if a not in visible]
+    for a in bad:
+        if a in ctx.all_advanced_ids:
+            n.add("warning", "advanced-unavailable", f"Advanced option {a} does not apply to {ctx.strategy_label(sid)} and is not emitted.")
+        else:
+            n.add("warning", "invalid-advanced", f"Unknown Advanced option {_short(a)} ignored.")
+    adv = tuple(a for a in adv if a in visible)
+
+    kv = req.get("kv_offload") or ""
+    if kv in ("off", "none"):
+        kv = ""
+    if kv and kv not in ctx.kv_options():
+        n.add("warning", "invalid-kv-offload", f"KV offload {_short(kv)} is not an option; KV offload is off.")
+        kv = ""
+    if kv:
+        why = ctx.kv_block_reason(kv, sid, hw)
+        if why:
+            n.add("warning", "kv-offload-unavailable", f"{why} KV offload is off.")
+            kv = ""
+
+    sel = Selection(hw, variant, sid, 1, tuple(feats), adv, kv)
+    deploy = ctx.strategy(sid).deploy_type
+    if deploy == "pd_cluster":
+        return resolve_pd(ctx, sel, req, n)
+    util = util_in_force(ctx, sel)
+    hwname = ctx.hw(hw).display_name
+    if deploy == "single_node":
+        if want_nodes not in (None, 1):
+            n.add("warning", "nodes-adjusted", f"{ctx.strategy_label(sid)} runs on one node; nodes={want_nodes} was set to 1.")
+        lay = layout_for(ctx, sel, 1)
+        why = layout_ok(ctx, sel, lay, util)
+        if why:
+            n.add("error", "capacity", f"{why} {fit_hint(ctx, sel)}")
+        return sel, n
+    floor = max(2, ctx.floor_nodes(sid, hw))
+    lower = max(floor, want_nodes or 1)
+    nodes = smallest_nodes(ctx, sel, lower, lambda k: (layout_for(ctx, sel, k), util))
+    if nodes is None:
+        n.add("error", "capacity", f"No node count up to {MAX_NODES} of {hwname} gives {ctx.strategy_label(sid)} a valid layout that holds the weights. {fit_hint(ctx, sel)}")
+        nodes = lower if lower <= MAX_NODES else MAX_NODES
+    elif want_nodes is not None and nodes != want_nodes:
+        why = layout_ok(ctx, sel, layout_for(ctx, sel, want_nodes), util) if want_nodes >= floor else (
+            f"{ctx.strategy_label(sid)} needs at least {ctx.floor_gpus(sid, hw) or 2 * ctx.hw(hw).gpu_count} GPUs.")
+        n.add("warning", "nodes-raised", f"Nodes raised from {want_nodes} to {nodes}: {why}")
+    return Selection(hw, variant, sid, nodes, sel.features, adv, kv), n
+
+
+def recommend(ctx: RecipeContext, hw: str, variant: str, want_nodes: int | None, supported: list[str]) -> str | None:
+    """The strategy shown when the query names none (semantics §2.5, with the
+    seed's capacity rule: a single-node default that cannot hold the weights
+    yields its multi-node sibling)."""
+    if not supported:
+        return None
+    default = ctx.recipe.default_strategy
+    single_fits = ctx.fits_one_node(hw, variant) and ctx.floor_nodes(default or "single_node_tp", hw) <= 1
+    multi_wanted = (want_nodes is not None and want_nodes > 1) or (want_nodes is None and not single_fits)
+    if default in supported:
+        deploy = ctx.strategy(default).deploy_type
+        if not (multi_wanted and deploy == "single_node"):
+            if not (want_nodes == 1 and deploy == "multi_node"):
+                return default
+        sibling = MULTI_NODE_SIBLING.get(default)
+        if multi_wanted and sibling in supported:
+            return sibling
+    for cand in (("multi_node_tp", "multi_node_dep", "multi_node_tep") if multi_wanted else ("single_node_tp",)):
+        if cand in supported:
+            return cand
+    kind = "single_node" if not multi_wanted else "multi_node"
+    same = [s for s in supported if ctx.strategy(s).deploy_type == kind]
+    return (same or supported)[0]
+
+
+def fit_hint(ctx: RecipeContext, sel: Selection) -> str:
+    """What would fit instead: single nodes that hold the weights, or a node count."""
+    weights = ctx.weights_gb(sel.variant)
+    if weights is None:
+        return ""
+    hold = [ctx.hw(h).display_name for h in ctx.listed_hardware
+            if ctx.hardware_block_reason(h, sel.variant) is None and ctx.fits_one_node(h, sel.variant, DEFAULT_GPU_UTIL)]
+    hw = ctx.hw(sel.hardware)
+    parts = []
+    multi = [s for s in ctx.strategies if ctx.strategy(s).deploy_type == "multi_node" and ctx.strategy_block_reason(s, sel.hardware) is None]
+    if multi:
+        parts.append(f"On {hw.display_name}, choose a multi-node strategy ({ctx.strategy_label(multi[0])}).")
+    if hold:
+        parts.append(f"One node of {', '.join(hold)} holds {weights:g} GB.")
+    return " ".join(parts)
+
+
+def feature_label(ctx: RecipeContext, fid: str) -> str:
+    f = ctx.recipe.features.get(fid)
+    return (f.label if f and f.label else fid.replace("_", " ").capitalize())
+
+
+def pd_default_mode(ctx: RecipeContext, pool: str, offered: list[str]) -> str:
+    so = ctx.recipe.strategy_overrides.get("pd_cluster")
+    role_so = getattr(so, pool, None) if so else None
+    role_st = getattr(ctx.strategy("pd_cluster"), pool, None)
+    for cand in ((role_so.parallelism if role_so else None), (role_st.parallelism if role_st else None), "tp"):
+        if cand in offered:
+            return cand
+    return offered[0]
+
+
+def pd_modes(ctx: RecipeContext, hw: str) -> list[str]:
+    """Pool modes offered (semantics §5.1): from the recipe's strategies, narrowed
+    by ``strategy_overrides.pd_cluster.pool_modes``, reachable on ``hw``."""
+    found = set()
+    for s in ctx.strategies:
+        if s == "pd_cluster":
+            continue
+        if s.endswith("dep"):
+            found.add("dep")
+        elif s.endswith("tep"):
+            found.add("tep")
+        else:
+            found.add("tp")
+    modes = [m for m in POOL_MODES if m in found] or ["tp"]
+    so = ctx.recipe.strategy_overrides.get("pd_cluster")
+    if so and so.pool_modes:
+        narrowed = [m for m in modes if m in so.pool_modes]
+        modes = narrowed or modes
+    reachable = [m for m in modes if ctx.floor_nodes(m, hw) <= MAX_NODES]
+    return reachable or modes
+
+
+def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> tuple[Selection, Notices]:
+    """Resolve both P/D pools: mode, then the smallest node count meeting the mode
+    floor, the capacity of that pool alone and a valid TP (issue 3)."""
+    from composer.lookup import hw_value
+
+    hw = sel.hardware
+    offered = pd_modes(ctx, hw)
+    pools = {}
+    so = ctx.recipe.strategy_overrides.get("pd_cluster")
+    for name in POOLS:
+        mode = req.get(f"{name}_mode")
+        if mode is not None and mode not in offered:
+            n.add("warning", "invalid-pool-mode", f"{name.capitalize()} mode {_short(mode)} is not offered ({', '.join(offered)}); the recipe default is shown.")
+            mode = None
+        mode = mode or pd_default_mode(ctx, name, offered)
+        want = req.get_int(f"{name}_nodes")
+        if want is not None and not 1 <= want <= MAX_NODES:
+            n.add("warning", "invalid-nodes", f"{name}_nodes={want} is outside 1–{MAX_NODES} and was ignored.")
+            want = None
+        role_so = getattr(so, name, None) if so else None
+        recipe_nodes = hw_value(role_so.nodes, hw, ctx.hw(hw)) if role_so and role_so.nodes is not None else None
+        sel_p = Selection(**{**sel.__dict__, name: Pool(mode, 1)})
+        util = util_in_force(ctx, sel_p, name)
+        floor = ctx.floor_nodes(mode, hw)
+        lower = max(floor, want or recipe_nodes or 1)
+        nodes = smallest_nodes(ctx, sel, lower, lambda k, m=mode, nm=name, u=util: (pool_layout(ctx, sel, nm, m, k), u))
+        label = f"{name.capitalize()} pool ({mode.upper()})"
+        if nodes is None:
+            n.add("error", "capacity", f"{label}: no node count up to {MAX_NODES} of {ctx.hw(hw).display_name} holds the weights with a valid layout.")
+            nodes = min(lower, MAX_NODES)
+        elif want is not None and nodes != want:
+            lay = pool_layout(ctx, sel, name, mode, want)
+            why = (layout_ok(ctx, sel, lay, util) if want >= floor else
+                   f"{mode.upper()} needs at least {ctx.floor_gpus(mode, hw)} GPUs.")
+            n.add("warning", "nodes-raised", f"{label}: nodes raised from {want} to {nodes}: {why}")
+        pools[name] = Pool(mode, nodes)
+    return Selection(**{**sel.__dict__, "nodes": pools["prefill"].nodes + pools["decode"].nodes, **pools}), n
