@@ -333,6 +333,9 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
             "id": kid, "label": ctx.kv_label(kid), "description": desc, "selected": kid == sel.kv_offload,
             "disabled": reason is not None, "reason": reason, "query": base.with_values(kv_offload=kid).query(),
         })
+    for items in opts.values():
+        for item in items:
+            item.setdefault("description", "")
     return opts
 
 

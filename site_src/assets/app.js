@@ -1,0 +1,200 @@
+// The configurator page: the composer (Python, in Pyodide) decides everything;
+// this script only loads it, sends it the query of the clicked option and
+// renders the plan it returns. Markup mirrors site_src/_macros.html.
+"use strict";
+
+(function () {
+  const app = document.getElementById("app");
+  const statusEl = document.getElementById("runtime-status");
+  let plan = JSON.parse(document.getElementById("initial-plan").textContent);
+  let composeFn = null;   // set when the composer is ready
+  let pending = null;     // query chosen before the composer was ready
+
+  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+
+  function setStatus(state, text) {
+    statusEl.dataset.state = state;
+    statusEl.textContent = text;
+  }
+
+  // ----- rendering (same structure as _macros.html) -----------------------
+  function optionHtml(dim, o, kind) {
+    const cls = "opt" + (o.selected ? " sel" : "") + (o.disabled ? " dis" : "");
+    const title = o.reason || o.description;
+    let meta = "";
+    if (dim === "hardware") {
+      meta = `<span class="opt-meta">${esc(o.gpus)}× · ${esc(o.gb_per_node)} GB</span>` +
+        (o.verified ? `<span class="verified" title="Verified by the recipe">✓</span>` : "");
+    }
+    return `<label class="${cls}"${title ? ` title="${esc(title)}"` : ""}>` +
+      `<input type="${kind}" name="${esc(dim)}" value="${esc(o.id)}" data-query="${esc(o.query)}"` +
+      `${o.selected ? " checked" : ""}${o.disabled ? " disabled" : ""}>` +
+      `<span class="opt-label">${esc(o.label)}</span>${meta}</label>`;
+  }
+
+  function groupHtml(dim, legend, options, kind) {
+    let inner = "";
+    if (dim === "hardware") {
+      const brands = [...new Set(options.map((o) => o.group))];
+      inner = brands.map((b) => `<div class="brand" data-brand="${esc(b)}"><span class="brand-name">${esc(b)}</span>` +
+        options.filter((o) => o.group === b).map((o) => optionHtml(dim, o, kind)).join("") + "</div>").join("");
+    } else {
+      inner = options.map((o) => optionHtml(dim, o, kind)).join("");
+    }
+    return `<fieldset class="group" data-dim="${esc(dim)}" data-kind="${kind}"><legend>${esc(legend)}</legend>` +
+      `<div class="options">${inner}</div></fieldset>`;
+  }
+
+  function renderControls(p) {
+    const o = p.options;
+    const parts = [groupHtml("hardware", "Hardware", o.hardware, "radio")];
+    if (o.variant.length > 1) parts.push(groupHtml("variant", "Variant", o.variant, "radio"));
+    parts.push(groupHtml("nodes", "Nodes", o.nodes, "radio"));
+    parts.push(groupHtml("strategy", "Strategy", o.strategy, "radio"));
+    for (const pool of ["prefill", "decode"]) {
+      if (o[pool + "_mode"]) {
+        const cap = pool[0].toUpperCase() + pool.slice(1);
+        parts.push(groupHtml(pool + "_mode", cap + " pool mode", o[pool + "_mode"], "radio"));
+        parts.push(groupHtml(pool + "_nodes", cap + " pool nodes", o[pool + "_nodes"], "radio"));
+      }
+    }
+    parts.push(groupHtml("features", "Features", o.features, "checkbox"));
+    parts.push(groupHtml("advanced", "Advanced", o.advanced, "checkbox"));
+    parts.push(groupHtml("kv_offload", "KV offload", o.kv_offload, "radio"));
+    const form = document.getElementById("controls");
+    const focused = document.activeElement && form.contains(document.activeElement) ? document.activeElement : null;
+    const focusKey = focused ? [focused.name, focused.value] : null;
+    form.innerHTML = parts.join("");
+    if (focusKey) {
+      const again = form.querySelector(`input[name="${CSS.escape(focusKey[0])}"][value="${CSS.escape(focusKey[1])}"]`);
+      if (again) again.focus();
+    }
+  }
+
+  function renderOutput(p) {
+    const badge = p.verified ? `<span class="badge ok">Verified hardware</span>` : `<span class="badge">Composed, not verified</span>`;
+    document.getElementById("summary").innerHTML = `<span class="summary-text">${esc(p.summary)}</span>${badge}`;
+    document.getElementById("notices").innerHTML = p.notices.map((n) =>
+      `<li class="notice ${esc(n.level)}" data-code="${esc(n.code)}">${esc(n.message)}</li>`).join("");
+    document.getElementById("capacity").innerHTML = p.capacity.map((c) =>
+      `<li class="${c.fits ? "fits" : "nofit"}">${esc(c.message)}</li>`).join("");
+    const cmds = p.commands.length ? p.commands : p.blocked_commands;
+    const blocked = p.commands.length ? "" : " blocked";
+    const tabs = cmds.map((c, i) => `<button type="button" role="tab" id="tab-${i}" aria-controls="panel-${i}" ` +
+      `aria-selected="${i === 0}" tabindex="${i === 0 ? 0 : -1}">${esc(c.label)}</button>`).join("");
+    const panels = cmds.map((c, i) => `<div class="panel" role="tabpanel" id="panel-${i}" aria-labelledby="tab-${i}" ` +
+      `data-role="${esc(c.role)}" data-rank="${esc(c.node_rank)}"${i === 0 ? "" : " hidden"}>` +
+      `<button type="button" class="copy">Copy</button>` +
+      `<pre class="cmd${blocked}" data-argv="${esc(JSON.stringify(c.argv))}"><code>${esc(c.text)}</code></pre></div>`).join("");
+    document.getElementById("commands").innerHTML =
+      `<div class="tabs" role="tablist" aria-label="Commands per node">${tabs}</div>${panels}`;
+  }
+
+  function render(p) {
+    plan = p;
+    renderControls(p);
+    renderOutput(p);
+    app.dataset.query = p.query;
+  }
+
+  // ----- state ------------------------------------------------------------
+  function apply(query, push) {
+    if (!composeFn) {
+      pending = query;
+      setStatus("queued", "Your choice will be applied as soon as the composer has loaded…");
+      return;
+    }
+    let next;
+    try {
+      next = JSON.parse(composeFn(query));
+    } catch (err) {
+      setStatus("error", "The composer failed on this choice: " + err.message);
+      return;
+    }
+    render(next);
+    const url = location.pathname + next.url + location.hash;
+    if (push) history.pushState({q: next.query}, "", url);
+    else history.replaceState({q: next.query}, "", url);
+  }
+
+  document.getElementById("controls").addEventListener("change", (ev) => {
+    const input = ev.target;
+    if (input && input.dataset.query !== undefined) apply(input.dataset.query, true);
+  });
+  window.addEventListener("popstate", () => apply(location.search, false));
+
+  // Tabs: click and arrow keys (WAI-ARIA tabs pattern); copy buttons.
+  document.getElementById("commands").addEventListener("click", async (ev) => {
+    const tab = ev.target.closest('[role="tab"]');
+    if (tab) return selectTab(tab);
+    const copy = ev.target.closest("button.copy");
+    if (copy) {
+      const text = copy.parentElement.querySelector("pre code").textContent;
+      try {
+        await navigator.clipboard.writeText(text);
+        copy.textContent = "Copied";
+      } catch (err) {
+        copy.textContent = "Copy failed: select the text";
+      }
+      setTimeout(() => { copy.textContent = "Copy"; }, 1500);
+    }
+  });
+  document.getElementById("commands").addEventListener("keydown", (ev) => {
+    const tab = ev.target.closest('[role="tab"]');
+    if (!tab) return;
+    const tabs = [...tab.parentElement.querySelectorAll('[role="tab"]')];
+    const i = tabs.indexOf(tab);
+    let j = null;
+    if (ev.key === "ArrowRight") j = (i + 1) % tabs.length;
+    if (ev.key === "ArrowLeft") j = (i - 1 + tabs.length) % tabs.length;
+    if (ev.key === "Home") j = 0;
+    if (ev.key === "End") j = tabs.length - 1;
+    if (j !== null) { ev.preventDefault(); selectTab(tabs[j]); tabs[j].focus(); }
+  });
+  function selectTab(tab) {
+    const box = document.getElementById("commands");
+    for (const t of box.querySelectorAll('[role="tab"]')) {
+      const on = t === tab;
+      t.setAttribute("aria-selected", String(on));
+      t.tabIndex = on ? 0 : -1;
+      document.getElementById(t.getAttribute("aria-controls")).hidden = !on;
+    }
+  }
+
+  // ----- the composer in Pyodide -----------------------------------------
+  async function boot() {
+    if (location.search) {
+      document.getElementById("output").classList.add("stale");
+      setStatus("loading", "Loading the composer to show the command for this link…");
+    }
+    const prefix = app.dataset.prefix;
+    const started = performance.now();
+    if (typeof loadPyodide !== "function") throw new Error("the Pyodide runtime did not load");
+    const pyodide = await loadPyodide({indexURL: new URL(prefix + "pyodide/", location.href).href});
+    setStatus("loading", "Loading the composer: Python runtime ready, loading packages…");
+    const wheels = app.dataset.wheels.split(",").map((w) => new URL(prefix + w, location.href).href);
+    await pyodide.loadPackage(wheels, {messageCallback: () => {}, errorCallback: (m) => console.warn(m)});
+    const [zipBuf, bundleText] = await Promise.all([
+      fetch(new URL(prefix + app.dataset.composer, location.href)).then((r) => { if (!r.ok) throw new Error("composer " + r.status); return r.arrayBuffer(); }),
+      fetch(app.dataset.bundle).then((r) => { if (!r.ok) throw new Error("recipe data " + r.status); return r.text(); }),
+    ]);
+    pyodide.unpackArchive(zipBuf, "zip", {extractDir: "/home/pyodide"});
+    pyodide.runPython("import sys\nif '/home/pyodide' not in sys.path: sys.path.insert(0, '/home/pyodide')\nimport pydantic, composer.api");
+    const composeJson = pyodide.globals.get("composer").api.compose_json;
+    composeFn = (q) => composeJson(bundleText, q);
+    window.__composer = {compose: (q) => JSON.parse(composeFn(q)), ms: Math.round(performance.now() - started)};
+    const q = pending !== null ? pending : location.search;
+    const push = pending !== null;
+    pending = null;
+    document.getElementById("output").classList.remove("stale");
+    apply(q, push);
+    setStatus("ready", "");
+    app.dataset.ready = "true";
+  }
+
+  boot().catch((err) => {
+    console.error(err);
+    setStatus("failed", "The interactive composer could not load (" + err.message + "). The command shown is the recipe default; use the CLI for other choices.");
+    document.getElementById("output").classList.remove("stale");
+  });
+})();

@@ -1,0 +1,36 @@
+"""Shared fixtures for the composer unit tests: the Kimi K3 context and ``plan``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # the package is used from the checkout, not installed
+    sys.path.insert(0, str(ROOT))
+
+import composer.api  # noqa: E402
+import composer.loader  # noqa: E402
+
+K3_ID = "moonshotai/Kimi-K3"
+
+
+@pytest.fixture(scope="session")
+def k3():
+    """The Kimi K3 recipe bound to the catalogue of ``recipes/``."""
+    recipes = ROOT / "recipes"
+    return composer.api.make_context(
+        K3_ID, composer.loader.load_recipe(recipes, K3_ID), composer.loader.load_catalog(recipes)
+    )
+
+
+@pytest.fixture(scope="session")
+def plan(k3):
+    """``plan(query)``: the composed plan dict of ``query`` for Kimi K3."""
+
+    def _plan(query=None):
+        return composer.api.compose(k3, query)
+
+    return _plan
