@@ -1,0 +1,40 @@
+# Two entry points (see README): `make serve` and `make test`.
+# Everything a fresh machine needs is installed here: a Python venv with the
+# project's pinned deps (pyproject.toml), Pyodide from npm (package-lock.json),
+# and Debian's Chromium for the browser tests.
+
+PY := .venv/bin/python
+PORT ?= 8000
+
+.PHONY: serve test build bench clean
+
+serve: .venv/.installed node_modules/.installed
+	$(PY) build.py --serve --port $(PORT)
+
+build: .venv/.installed node_modules/.installed
+	$(PY) build.py
+
+test: .venv/.installed node_modules/.installed chromium
+	$(PY) -m pytest -q
+
+bench: .venv/.installed node_modules/.installed
+	$(PY) -m bench
+
+.venv/.installed: pyproject.toml
+	python3 -m venv .venv
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+# Debian's Chromium; `playwright install` cannot download browsers here.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; fi; }
+
+clean:
+	rm -rf dist .venv node_modules .cache

@@ -1,0 +1,57 @@
+"""Browser fixtures: build the site once, serve it on 127.0.0.1, drive the
+system Chromium (``playwright install`` cannot download browsers here)."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def site_dir(tmp_path_factory) -> Path:
+    import build
+
+    out = tmp_path_factory.mktemp("site") / "dist"
+    build.build(ROOT / "recipes", out)
+    return out
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep test output readable
+        pass
+
+
+@pytest.fixture(scope="session")
+def server(site_dir):
+    """Base URL of the built site, served by a thread on a free port."""
+    handler = functools.partial(_QuietHandler, directory=str(site_dir))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def wait_ready(page, timeout=90_000):
+    """Wait until the composer has loaded in the page (or failed to)."""
+    page.wait_for_function(
+        "document.getElementById('app').dataset.ready === 'true' || "
+        "document.getElementById('runtime-status').dataset.state === 'failed'", timeout=timeout)
+    state = page.get_attribute("#runtime-status", "data-state")
+    assert state == "ready", page.inner_text("#runtime-status")

@@ -1,0 +1,164 @@
+"""The configurator page in Chromium: what the controls show as selected matches
+the argv printed, and both equal the CLI's plan for the page's URL query."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.browser.conftest import ROOT, wait_ready
+
+pytestmark = pytest.mark.browser
+K3 = "/moonshotai/Kimi-K3/"
+
+
+def cli_plan(query: str) -> dict:
+    out = subprocess.run([sys.executable, "-m", "composer", "moonshotai/Kimi-K3", "--query", query, "--json"],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode in (0, 1), out.stderr
+    return json.loads(out.stdout)
+
+
+def page_state(page) -> dict:
+    """What the page shows: checked control values per group, every command's
+    argv (from the rendered panels) and the URL query."""
+    return page.evaluate("""() => {
+        const selected = {};
+        for (const fs of document.querySelectorAll('#controls fieldset[data-dim]')) {
+            selected[fs.dataset.dim] = [...fs.querySelectorAll('input:checked')].map(i => i.value);
+        }
+        const argvs = [...document.querySelectorAll('#commands pre.cmd')].map(p => JSON.parse(p.dataset.argv));
+        const texts = [...document.querySelectorAll('#commands pre.cmd code')].map(c => c.textContent);
+        const labels = [...document.querySelectorAll('#commands [role=tab]')].map(t => t.textContent);
+        return {selected, argvs, texts, labels, query: location.search.replace(/^\\?/, '')};
+    }""")
+
+
+def assert_matches_cli(page) -> dict:
+    state = page_state(page)
+    plan = cli_plan(state["query"])
+    sel = plan["selection"]
+    cmds = plan["commands"] or plan["blocked_commands"]
+    assert state["argvs"] == [c["argv"] for c in cmds]
+    assert state["texts"] == [c["text"] for c in cmds]
+    assert state["selected"]["hardware"] == [sel["hardware"]]
+    assert state["selected"]["strategy"] == [sel["strategy"]]
+    assert sorted(state["selected"]["features"]) == sorted(sel["features"])
+    assert sorted(state["selected"]["advanced"]) == sorted(sel["advanced"])
+    assert state["selected"]["kv_offload"] == [sel["kv_offload"]]
+    if "prefill_mode" not in sel:
+        assert state["selected"]["nodes"] == [str(sel["nodes"])]
+        assert len(cmds) == sel["nodes"]
+    return state
+
+
+def test_landing_prerendered_then_live(page, server):
+    page.route("**/pyodide/**", lambda route: route.abort())  # first: what the HTML alone shows
+    page.goto(server + K3)
+    state = page_state(page)
+    assert state["selected"]["hardware"] == ["b300"]
+    assert state["selected"]["nodes"] == ["1"]
+    assert state["selected"]["strategy"] == ["single_node_tp"]
+    argv = state["argvs"][0]
+    assert argv[:3] == ["vllm", "serve", "moonshotai/Kimi-K3"]
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "8"
+    page.wait_for_function("document.getElementById('runtime-status').dataset.state === 'failed'")
+    assert "could not load" in page.inner_text("#runtime-status")
+    assert page.is_visible("#commands pre.cmd")
+
+
+def test_live_landing_equals_prerendered(page, server):
+    page.goto(server + K3)
+    before = page.content()
+    pre = page_state(page)
+    wait_ready(page)
+    live = assert_matches_cli(page)
+    assert live["selected"] == pre["selected"]
+    assert live["argvs"] == pre["argvs"]
+    assert live["query"] == ""
+    # The controls the script renders have the same structure as the pre-rendered ones.
+    shape = "() => [...document.querySelectorAll('#controls input')].map(i => [i.name, i.value, i.checked, i.disabled, i.dataset.query].join('|'))"
+    page.set_content(before)
+    pre_shape = page.evaluate(shape)
+    page.goto(server + K3)
+    wait_ready(page)
+    assert page.evaluate(shape) == pre_shape
+
+
+def click(page, dim: str, value: str):
+    page.locator(f'#controls input[name="{dim}"][value="{value}"]').click()
+
+
+def test_click_through_every_dimension(page, server):
+    page.goto(server + K3)
+    wait_ready(page)
+    seen_queries, seen_argvs = set(), []
+    steps = [
+        ("hardware", "h200"),        # → 2 nodes, multi-node TP 16
+        ("nodes", "4"),
+        ("strategy", "multi_node_dep"),
+        ("features", "spec_decoding"),
+        ("advanced", "max_batched_8k"),
+        ("advanced", "max_num_seqs_256"),  # seed: spec decoding's 32 wins on NVIDIA
+        ("hardware", "gb200"),       # DEP floor: 4 trays
+        ("strategy", "multi_node_tep"),
+        ("features", "reasoning"),   # off
+        ("kv_offload", "simple"),
+        ("hardware", "mi355x"),
+    ]
+    for dim, value in steps:
+        before = page_state(page)
+        click(page, dim, value)
+        page.wait_for_function("q => location.search.replace(/^\\?/, '') !== q", arg=before["query"])
+        state = assert_matches_cli(page)
+        assert state["query"] not in seen_queries, (dim, value)
+        if value == "max_num_seqs_256":
+            assert state["argvs"] == before["argvs"]
+            notices = page.locator('#notices li[data-code="value-replaced"]').all_inner_texts()
+            assert any("256" in n and "32" in n for n in notices), notices
+        else:
+            assert state["argvs"] != before["argvs"], (dim, value)
+        seen_queries.add(state["query"])
+        seen_argvs.append(state["argvs"])
+    # h200 landed on two nodes with a headless worker
+    assert any(any("--headless" in a for a in argvs) for argvs in seen_argvs)
+
+
+def test_reload_restores_state_and_history(page, server):
+    page.goto(server + K3)
+    wait_ready(page)
+    click(page, "hardware", "h200")
+    page.wait_for_function("location.search.includes('h200')")
+    click(page, "strategy", "multi_node_dep")
+    page.wait_for_function("location.search.includes('multi_node_dep')")
+    state = page_state(page)
+    page.reload()
+    wait_ready(page)
+    again = page_state(page)
+    assert again == state
+    page.go_back()
+    page.wait_for_function("!location.search.includes('multi_node_dep')")
+    back = assert_matches_cli(page)
+    assert back["selected"]["hardware"] == ["h200"]
+    page.go_forward()
+    page.wait_for_function("location.search.includes('multi_node_dep')")
+    assert page_state(page)["argvs"] == state["argvs"]
+
+
+@pytest.mark.parametrize("query", [
+    "hardware=h900",
+    "nodes=lots&strategy=warp_drive",
+    "features=%3Cscript%3Ealert(1)%3C/script%3E",
+    "hardware=b300&nodes=99999999999999999999",
+])
+def test_invalid_url_values_show_notice_and_valid_page(page, server, query):
+    page.goto(f"{server}{K3}?{query}")
+    wait_ready(page)
+    assert page.locator("#notices li.warning").count() >= 1
+    state = assert_matches_cli(page)
+    assert state["argvs"] and state["argvs"][0][:2] == ["vllm", "serve"]
+    assert page.evaluate("() => document.querySelectorAll('script:not([src]):not([type])').length") == 0
