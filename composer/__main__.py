@@ -2,4 +2,7 @@ import sys
 
 from composer.cli import main
 
-sys.exit(main())
+try:
+    sys.exit(main())
+except BrokenPipeError:  # e.g. `python -m composer … | head`
+    sys.exit(0)

@@ -351,6 +351,36 @@ def summary(ctx: RecipeContext, sel: Selection, commands: list[dict]) -> str:
     return f"{sel.nodes} × {hw.display_name} · {ctx.strategy_label(sel.strategy)} · {shape} · {prec}"
 
 
+def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[dict], notices: Notices) -> None:
+    """Host memory a KV offload connector reserves, read from its own
+    ``--kv-transfer-config`` (``cpu_bytes_to_use_per_rank``, bytes per GPU rank;
+    ``cpu_bytes_to_use``, bytes in total), shown per node and for the cluster in GiB."""
+    import json
+
+    if not sel.kv_offload or not commands:
+        return
+    argv = commands[0]["argv"]
+    raw = next((argv[i + 1] for i, t in enumerate(argv[:-1]) if t == "--kv-transfer-config"), None)
+    try:
+        extra = json.loads(raw).get("kv_connector_extra_config", {}) if raw else {}
+    except (ValueError, AttributeError):
+        return
+    hw = ctx.hw(sel.hardware)
+    gib = 1024 ** 3
+    label = ctx.kv_label(sel.kv_offload)
+    if isinstance(extra.get("cpu_bytes_to_use_per_rank"), (int, float)):
+        per_rank = extra["cpu_bytes_to_use_per_rank"] / gib
+        per_node = per_rank * hw.gpu_count
+        notices.add("info", "kv-host-memory",
+                    f"{label} KV offload reserves {per_rank:g} GiB of host memory per GPU rank: "
+                    f"{per_node:g} GiB on each {hw.display_name} node ({hw.gpu_count} ranks), "
+                    f"{per_node * sel.nodes:g} GiB for the {sel.nodes}-node cluster. It moves KV cache, never weights.")
+    elif isinstance(extra.get("cpu_bytes_to_use"), (int, float)):
+        total = extra["cpu_bytes_to_use"] / gib
+        notices.add("info", "kv-host-memory",
+                    f"{label} KV offload uses {total:g} GiB of host memory in total across workers. It moves KV cache, never weights.")
+
+
 def build_plan(ctx: RecipeContext, query) -> dict:
     """The plan for ``query`` (string, mapping or None) as a JSON-ready dict.
 
@@ -367,6 +397,7 @@ def build_plan(ctx: RecipeContext, query) -> dict:
     for c in caps:
         if not c["fits"] and not has_cap_error:
             notices.add("error", "capacity", c["message"].replace(" on ", " do not fit on ", 1))
+    kv_memory_notice(ctx, sel, commands, notices)
     canon = canonical_request(ctx, sel)
     status = "error" if notices.has_error() else "ok"
     return {

@@ -71,6 +71,18 @@
     }
   }
 
+  function explainHtml(c) {
+    if (!c.provenance.length && !c.env_provenance.length) return "";
+    const rep = (list) => list.map((r) => `<code>${esc(r.value)}</code> (${esc(r.layer)}: <code>${esc(r.key)}</code>)`).join("; ");
+    const rows = c.provenance.map((f) => `<tr data-flag="${esc(f.flag)}"><td><code>${esc(f.flag)}</code></td>` +
+      `<td><code>${f.value === null ? "" : esc(f.value)}</code></td><td>${esc(f.layer)}: <code>${esc(f.key)}</code></td><td>${rep(f.replaced)}</td></tr>`).join("") +
+      c.env_provenance.map((e) => `<tr data-env="${esc(e.name)}"><td><code>${esc(e.name)}</code></td><td><code>${esc(e.value)}</code></td>` +
+      `<td>${esc(e.layer)}: <code>${esc(e.key)}</code></td><td>${rep(e.replaced)}</td></tr>`).join("");
+    return `<details class="explain"><summary>Explain: where each value comes from</summary><table><thead><tr>` +
+      `<th scope="col">Flag or variable</th><th scope="col">Value</th><th scope="col">Set by</th><th scope="col">Replaced</th></tr></thead>` +
+      `<tbody>${rows}</tbody></table></details>`;
+  }
+
   function renderOutput(p) {
     const badge = p.verified ? `<span class="badge ok">Verified hardware</span>` : `<span class="badge">Composed, not verified</span>`;
     document.getElementById("summary").innerHTML = `<span class="summary-text">${esc(p.summary)}</span>${badge}`;
@@ -85,7 +97,7 @@
     const panels = cmds.map((c, i) => `<div class="panel" role="tabpanel" id="panel-${i}" aria-labelledby="tab-${i}" ` +
       `data-role="${esc(c.role)}" data-rank="${esc(c.node_rank)}"${i === 0 ? "" : " hidden"}>` +
       `<button type="button" class="copy">Copy</button>` +
-      `<pre class="cmd${blocked}" data-argv="${esc(JSON.stringify(c.argv))}"><code>${esc(c.text)}</code></pre></div>`).join("");
+      `<pre class="cmd${blocked}" data-argv="${esc(JSON.stringify(c.argv))}"><code>${esc(c.text)}</code></pre>${explainHtml(c)}</div>`).join("");
     document.getElementById("commands").innerHTML =
       `<div class="tabs" role="tablist" aria-label="Commands per node">${tabs}</div>${panels}`;
   }

@@ -162,3 +162,40 @@ def test_invalid_url_values_show_notice_and_valid_page(page, server, query):
     state = assert_matches_cli(page)
     assert state["argvs"] and state["argvs"][0][:2] == ["vllm", "serve"]
     assert page.evaluate("() => document.querySelectorAll('script:not([src]):not([type])').length") == 0
+
+
+def test_pd_pools_kv_offload_and_explain(page, server):
+    page.goto(f"{server}{K3}?hardware=gb200")
+    wait_ready(page)
+    click(page, "strategy", "pd_cluster")
+    page.wait_for_function("location.search.includes('pd_cluster')")
+    state = assert_matches_cli(page)
+    labels = state["labels"]
+    assert labels[-1] == "Router" and any(x.startswith("Prefill") for x in labels) and any(x.startswith("Decode") for x in labels)
+    assert state["selected"]["prefill_mode"] == ["tep"] and state["selected"]["decode_mode"] == ["dep"]
+    click(page, "decode_nodes", "6")
+    page.wait_for_function("location.search.includes('decode_nodes=6')")
+    state = assert_matches_cli(page)
+    assert sum(1 for x in state["labels"] if x.startswith("Decode")) == 6
+    router = state["argvs"][-1]
+    assert router.count("--decode") == 6  # DEP pool: one endpoint per node
+    # Mooncake is shown disabled with its reason; Simple is disabled under P/D.
+    moon = page.locator('#controls input[name="kv_offload"][value="kv_store_distributed_mooncake"]')
+    assert moon.is_disabled()
+    title = page.locator('#controls label.opt:has(input[value="kv_store_distributed_mooncake"])').get_attribute("title")
+    assert "unsupported" in title
+    # KV offload drives the URL and the command on a non-P/D strategy.
+    click(page, "strategy", "multi_node_tp")  # the recommended strategy on GB200: omitted from the URL
+    page.wait_for_function("!location.search.includes('pd_cluster')")
+    assert page_state(page)["selected"]["strategy"] == ["multi_node_tp"]
+    click(page, "kv_offload", "simple")
+    page.wait_for_function("location.search.includes('kv_offload=simple')")
+    state = assert_matches_cli(page)
+    assert "--kv-transfer-config" in state["argvs"][0]
+    assert page.locator('#notices li[data-code="kv-host-memory"]').count() == 1
+    # The explain view names the layer that set a flag.
+    click(page, "features", "spec_decoding")
+    page.wait_for_function("location.search.includes('spec_decoding')")
+    page.locator("#panel-0 details.explain summary").click()
+    row = page.locator('#panel-0 tr[data-flag="--speculative-config"]')
+    assert "features" in row.inner_text() and "spec_decoding" in row.inner_text()
