@@ -34,6 +34,7 @@ from composer.api import compose, make_context
 from composer.argv import ArgvError
 from composer.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths
 from composer.schema import Catalog, Recipe
+from composer.validate import check_recipe_args
 
 ROOT = Path(__file__).resolve().parent
 PYODIDE_DIR = ROOT / "node_modules" / "pyodide"
@@ -86,6 +87,10 @@ def check_references(rid: str, recipe: Recipe, catalog: Catalog, recipes_dir: Pa
     hw = catalog.taxonomy.hardware_profiles
     if recipe.meta.default_hardware and recipe.meta.default_hardware not in hw:
         errs.append(RecipeError(file, "meta.default_hardware", f"{recipe.meta.default_hardware!r} is not a hardware profile of taxonomy.yaml"))
+    for key, message in check_recipe_args(recipe):
+        errs.append(RecipeError(file, key, message))
+    if errs:
+        return errs
     try:
         ctx = make_context(rid, recipe, catalog)
         compose(ctx, "")
