@@ -228,6 +228,17 @@ class RecipeContext:
         forced = set(self.variant(variant_id).default_modes)
         return tuple(f for f in self.recipe.features if f not in off or f in forced)
 
+    def exclusive_with(self, fid: str) -> list[str]:
+        """Features that cannot be on together with ``fid``: upstream's built-in
+        pair (text_only / encoder_parallel, semantics §2.4) plus the recipe's
+        ``exclusive_features`` groups (a list of lists of feature ids)."""
+        groups = [["text_only", "encoder_parallel"]] + list((self.recipe.model_extra or {}).get("exclusive_features") or [])
+        out = []
+        for g in groups:
+            if fid in g:
+                out += [f for f in g if f != fid and f in self.recipe.features and f not in out]
+        return out
+
     def feature_block_reason(self, fid: str, sid: str) -> str | None:
         allowed = self.recipe.features[fid].strategies
         if allowed is not None and sid not in allowed:

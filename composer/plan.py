@@ -307,9 +307,11 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
     opts["features"] = []
     for f, spec in ctx.recipe.features.items():
         on = f in sel.features
-        new = tuple(x for x in sel.features if x != f) if on else sel.features + (f,)
+        excl = ctx.exclusive_with(f)
+        new = tuple(x for x in sel.features if x != f) if on else tuple(x for x in sel.features if x not in excl) + (f,)
+        desc = spec.description + (f" Turning it on turns off {', '.join(feature_label(ctx, x) for x in excl)}." if excl else "")
         opts["features"].append({
-            "id": f, "label": feature_label(ctx, f), "description": spec.description, "selected": on,
+            "id": f, "label": feature_label(ctx, f), "description": desc, "selected": on,
             "disabled": ctx.feature_block_reason(f, sel.strategy) is not None,
             "reason": ctx.feature_block_reason(f, sel.strategy),
             "query": base.with_values(features=list(new)).query(),

@@ -168,6 +168,15 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         if unknown:
             n.add("warning", "invalid-feature", f"Unknown feature(s) {', '.join(_short(f) for f in unknown)} ignored.")
         feats = tuple(f for f in feats if f in r.features)
+        # Mutually exclusive features: the one listed last (the latest toggle) wins.
+        kept: list[str] = []
+        for f in reversed(feats):
+            clash = [k for k in kept if k in ctx.exclusive_with(f)]
+            if clash:
+                n.add("warning", "feature-exclusive", f"{feature_label(ctx, f)} cannot be combined with {feature_label(ctx, clash[0])}; it was turned off.")
+                continue
+            kept.append(f)
+        feats = tuple(reversed(kept))
         for f in feats:
             why = ctx.feature_block_reason(f, sid)
             if why:
