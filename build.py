@@ -4,7 +4,9 @@
    and reason); a bad recipe stops the build before anything is written.
 2. Compose each recipe's default plan (the page shows it before any script runs).
 3. Render one page per recipe at ``/<org>/<repo>/`` and an index with Jinja2
-   from ``site_src/``; write the browser bundle (recipe + catalogue JSON).
+   from ``site_src/``; write the browser data (recipe and catalogue JSON), the
+   JSON API (``api/index.json``, ``api/<org>/<repo>.json``) and the recipe JSON
+   Schema (``schema/recipe.schema.json``).
 4. Ship the pinned Pyodide runtime (npm ``pyodide``, see package-lock.json), the
    pinned wasm wheels (requirements-wasm.txt) and the composer package.
 
@@ -49,9 +51,13 @@ class BuildError(Exception):
     """A build that cannot finish; the message says what to do."""
 
 
-def validate(recipes_dir: Path) -> tuple[Catalog, dict[str, Recipe]]:
-    """Load and validate the catalogue and every recipe; raise RecipeLoadError with
-    all problems found (not just the first)."""
+def validate(recipes_dir: Path, keep_going: bool = False) -> tuple[Catalog, dict[str, Recipe], list[RecipeError]]:
+    """Load and validate the catalogue and every recipe, collecting every problem.
+
+    Returns ``(catalog, good recipes, errors)``. Raises RecipeLoadError with all
+    problems when the catalogue is bad, or when any recipe is bad and
+    ``keep_going`` is False (the default: a bad recipe stops the build).
+    """
     cat_data, errors = load_catalog_data(recipes_dir)
     catalog = None
     if not errors:
@@ -59,24 +65,29 @@ def validate(recipes_dir: Path) -> tuple[Catalog, dict[str, Recipe]]:
             catalog = Catalog.model_validate(cat_data)
         except ValidationError as exc:
             errors += _validation_errors(exc, "taxonomy.yaml / strategies")
-    recipes: dict[str, Recipe] = {}
+    if catalog is None:
+        raise RecipeLoadError(errors)
     paths = recipe_paths(recipes_dir)
     if not paths:
-        errors.append(RecipeError("models/", "", "no recipes found (expected models/<org>/<repo>.yaml)"))
+        raise RecipeLoadError([RecipeError("models/", "", "no recipes found (expected models/<org>/<repo>.yaml)")])
+    recipes: dict[str, Recipe] = {}
     for rid, path in paths.items():
         rel = str(path.relative_to(recipes_dir))
         try:
-            recipes[rid] = Recipe.model_validate(load_recipe_data(recipes_dir, rid))
+            recipe = Recipe.model_validate(load_recipe_data(recipes_dir, rid))
         except RecipeLoadError as exc:
             errors += exc.errors
+            continue
         except ValidationError as exc:
             errors += _validation_errors(exc, rel)
-    if catalog is not None:
-        for rid, recipe in recipes.items():
-            errors += check_references(rid, recipe, catalog, recipes_dir)
-    if errors:
+            continue
+        problems = check_references(rid, recipe, catalog, recipes_dir)
+        errors += problems
+        if not problems:
+            recipes[rid] = recipe
+    if errors and not keep_going:
         raise RecipeLoadError(errors)
-    return catalog, recipes
+    return catalog, recipes, errors
 
 
 def check_references(rid: str, recipe: Recipe, catalog: Catalog, recipes_dir: Path) -> list[RecipeError]:
@@ -135,16 +146,60 @@ def composer_zip(dest: Path) -> str:
     return hashlib.sha256(dest.read_bytes()).hexdigest()[:16]
 
 
-def bundle(rid: str, recipe: Recipe, catalog: Catalog) -> dict:
-    """The JSON the browser composes from (same data the CLI validates)."""
-    return {"id": rid, "recipe": recipe.model_dump(mode="json", exclude_none=True),
-            "catalog": catalog.model_dump(mode="json", exclude_none=True)}
+def api_plan(plan: dict) -> dict:
+    """The part of a plan scripts need: no page controls."""
+    keep = ("selection", "summary", "status", "commands", "blocked_commands", "notices", "capacity", "verified", "url")
+    out = {k: plan[k] for k in keep}
+    for key in ("commands", "blocked_commands"):
+        out[key] = [{k: c[k] for k in ("role", "node_rank", "label", "argv", "env", "text", "provenance", "env_provenance")
+                     if k in c} for c in plan[key]]
+    return out
 
 
-def build(recipes_dir: Path, out: Path) -> dict:
-    """Build the whole site into ``out``; returns a summary dict. Raises
-    RecipeLoadError (bad recipes) or BuildError (missing runtime pieces)."""
-    catalog, recipes = validate(recipes_dir)
+def recipe_api(ctx, recipe: Recipe, plan: dict) -> dict:
+    """``api/<org>/<repo>.json``: the validated recipe and, for every offered
+    hardware, the plan the page shows when that hardware is picked."""
+    variant = "default" if "default" in recipe.variants else next(iter(recipe.variants))
+    by_hw = {}
+    for hw in ctx.listed_hardware:
+        if ctx.hardware_block_reason(hw, variant):
+            continue
+        same = plan["selection"]["hardware"] == hw
+        by_hw[hw] = api_plan(plan if same else compose(ctx, {"hardware": hw}, options=False))
+    return {"id": ctx.recipe_id, "recipe": recipe.model_dump(mode="json", exclude_none=True),
+            "default_plan": api_plan(plan), "by_hardware": by_hw}
+
+
+def index_entry(ctx, recipe: Recipe, plan: dict) -> dict:
+    """One row of the index page and of ``api/index.json``."""
+    extra = recipe.model.model_extra or {}
+    precisions = sorted({v.precision.upper() for v in recipe.variants.values() if v.precision})
+    return {
+        "id": ctx.recipe_id, "title": recipe.meta.title, "provider": recipe.meta.provider,
+        "description": recipe.meta.description, "tasks": list(recipe.meta.tasks),
+        "size": str(extra.get("parameter_count") or ""), "precisions": precisions,
+        "verified_hardware": [h for h in ctx.listed_hardware if ctx.is_verified(h)],
+        "default_summary": plan["summary"], "page": f"{ctx.recipe_id}/", "json": f"api/{ctx.recipe_id}.json",
+    }
+
+
+def recipe_schema() -> dict:
+    """JSON Schema of a recipe file, generated from the pydantic models (the same
+    models the build validates with)."""
+    schema = Recipe.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "vLLM recipe"
+    return schema
+
+
+def build(recipes_dir: Path, out: Path, keep_going: bool = False) -> dict:
+    """Build the whole site into ``out``; returns ``{recipes, out, errors}``.
+
+    Raises RecipeLoadError (bad recipes, unless ``keep_going``) or BuildError
+    (missing runtime pieces). Nothing is written to ``out`` unless the build
+    completes.
+    """
+    catalog, recipes, errors = validate(recipes_dir, keep_going)
     if not (PYODIDE_DIR / "pyodide.js").exists():
         raise BuildError(f"Pyodide is not installed at {PYODIDE_DIR}: run `npm ci` in {ROOT}")
     wheels = fetch_wheels()
@@ -154,47 +209,67 @@ def build(recipes_dir: Path, out: Path) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=out.parent))
     try:
-        (tmp / "assets").mkdir()
+        for sub in ("assets", "pyodide", "wheels", "data", "api", "schema"):
+            (tmp / sub).mkdir()
         for asset in (ROOT / "site_src" / "assets").iterdir():
             shutil.copy2(asset, tmp / "assets" / asset.name)
-        (tmp / "pyodide").mkdir()
         for name in PYODIDE_FILES:
             shutil.copy2(PYODIDE_DIR / name, tmp / "pyodide" / name)
-        (tmp / "wheels").mkdir()
         for w in wheels:
             shutil.copy2(w, tmp / "wheels" / w.name)
         composer_hash = composer_zip(tmp / "wheels" / "composer.zip")
-        runtime = {"wheels": [f"wheels/{w.name}" for w in wheels], "composer": f"wheels/composer.zip?h={composer_hash}"}
-        index_entries = []
+        catalog_text = json.dumps(catalog.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
+        (tmp / "data" / "catalog.json").write_text(catalog_text)
+        (tmp / "schema" / "recipe.schema.json").write_text(json.dumps(recipe_schema(), indent=1))
+        runtime = {"wheels": [f"wheels/{w.name}" for w in wheels], "composer": f"wheels/composer.zip?h={composer_hash}",
+                   "catalog": f"data/catalog.json?h={_short_hash(catalog_text)}"}
+        entries = []
         page = env.get_template("recipe.html")
         for rid, recipe in recipes.items():
             ctx = make_context(rid, recipe, catalog)
             plan = compose(ctx, "")
-            data_path = tmp / "data" / f"{rid}.json"
-            data_path.parent.mkdir(parents=True, exist_ok=True)
-            data_path.write_text(json.dumps(bundle(rid, recipe, catalog), separators=(",", ":")))
-            depth = rid.count("/") + 1
-            prefix = "../" * depth
+            recipe_text = json.dumps({"id": rid, "recipe": recipe.model_dump(mode="json", exclude_none=True)},
+                                     separators=(",", ":"))
+            api_text = json.dumps(recipe_api(ctx, recipe, plan), separators=(",", ":"))
+            for sub, text in (("data", recipe_text), ("api", api_text)):
+                path = tmp / sub / f"{rid}.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+            prefix = "../" * (rid.count("/") + 1)
+            data_url = f"{prefix}data/{rid}.json?h={_short_hash(recipe_text)}"
             html = page.render(plan=plan, recipe=recipe, rid=rid, prefix=prefix, runtime=runtime,
-                               plan_json=json.dumps(plan), data_url=f"{prefix}data/{rid}.json")
-            page_dir = tmp / rid
-            page_dir.mkdir(parents=True, exist_ok=True)
-            (page_dir / "index.html").write_text(html)
-            index_entries.append({"id": rid, "title": recipe.meta.title, "provider": recipe.meta.provider,
-                                  "description": recipe.meta.description, "summary": plan["summary"]})
-        (tmp / "index.html").write_text(env.get_template("index.html").render(recipes=index_entries, prefix=""))
-        if out.exists():
-            old = out.with_name(out.name + ".old")
-            shutil.rmtree(old, ignore_errors=True)
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
+                               plan_json=json.dumps(plan), data_url=data_url)
+            (tmp / rid).mkdir(parents=True, exist_ok=True)
+            (tmp / rid / "index.html").write_text(html)
+            entries.append(index_entry(ctx, recipe, plan))
+        hardware = {h: p.display_name for h, p in catalog.taxonomy.hardware_profiles.items()}
+        (tmp / "api" / "index.json").write_text(json.dumps({"recipes": entries, "hardware": hardware}, indent=1))
+        (tmp / "index.html").write_text(env.get_template("index.html").render(
+            recipes=entries, hardware=hardware, prefix="",
+            providers=sorted({e["provider"] for e in entries if e["provider"]}),
+            tasks=sorted({t for e in entries for t in e["tasks"]})))
+        _swap_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return {"recipes": len(recipes), "out": str(out)}
+    return {"recipes": len(recipes), "out": str(out), "errors": errors}
+
+
+def _short_hash(text: str) -> str:
+    """Cache-busting key for a served file."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _swap_into_place(tmp: Path, out: Path) -> None:
+    """Replace ``out`` by the finished ``tmp`` with two renames."""
+    if out.exists():
+        old = out.with_name(out.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        out.rename(old)
+        tmp.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        tmp.rename(out)
 
 
 def serve(directory: Path, host: str = "127.0.0.1", port: int = 8000) -> None:
@@ -208,11 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Build the vLLM recipe configurator site.")
     ap.add_argument("--recipes", type=Path, default=ROOT / "recipes")
     ap.add_argument("--out", type=Path, default=ROOT / "dist")
+    ap.add_argument("--keep-going", action="store_true",
+                    help="build the good recipes even if some are bad (bad ones are reported and left out)")
     ap.add_argument("--serve", action="store_true", help="serve the built site at http://127.0.0.1:PORT/")
     ap.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     args = ap.parse_args(argv)
     try:
-        summary = build(args.recipes, args.out)
+        summary = build(args.recipes, args.out, keep_going=args.keep_going)
     except RecipeLoadError as exc:
         print(f"build failed: {len(exc.errors)} problem(s) in {args.recipes}:", file=sys.stderr)
         for e in exc.errors:
@@ -221,7 +298,10 @@ def main(argv: list[str] | None = None) -> int:
     except BuildError as exc:
         print(f"build failed: {exc}", file=sys.stderr)
         return 1
-    print(f"built {summary['recipes']} recipe page(s) into {summary['out']}")
+    for e in summary["errors"]:
+        print(f"  skipped: {e}", file=sys.stderr)
+    print(f"built {summary['recipes']} recipe page(s) into {summary['out']}"
+          + (f" ({len(summary['errors'])} problem(s) skipped)" if summary["errors"] else ""))
     if args.serve:
         serve(args.out, port=args.port)
     return 0

@@ -24,18 +24,19 @@ def make_context(recipe_id: str, recipe: Recipe | dict, catalog: Catalog | dict)
     return RecipeContext(recipe_id, recipe, catalog)
 
 
-def compose(ctx: RecipeContext, query: str | dict | None = None) -> dict:
+def compose(ctx: RecipeContext, query: str | dict | None = None, options: bool = True) -> dict:
     """The plan dict for ``query`` (see ``composer.plan.build_plan``)."""
-    return build_plan(ctx, query)
+    return build_plan(ctx, query, options=options)
 
 
 @lru_cache(maxsize=8)
-def _context_from_json(text: str) -> RecipeContext:
-    data = json.loads(text)
-    return make_context(data["id"], data["recipe"], data["catalog"])
+def _context_from_json(recipe_text: str, catalog_text: str) -> RecipeContext:
+    data = json.loads(recipe_text)
+    return make_context(data["id"], data["recipe"], json.loads(catalog_text))
 
 
-def compose_json(bundle_json: str, query: str | None) -> str:
-    """Browser entry point: ``bundle_json`` is the build's ``{id, recipe, catalog}``
-    document; returns the plan as a JSON string."""
-    return json.dumps(compose(_context_from_json(bundle_json), query))
+def compose_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
+    """Browser entry point: ``recipe_json`` is the build's ``{id, recipe}``
+    document and ``catalog_json`` its catalogue; returns the plan as JSON text.
+    The same pydantic models validate both before anything is composed."""
+    return json.dumps(compose(_context_from_json(recipe_json, catalog_json), query))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 # Short aliases vLLM's argument parser accepts (vllm/engine/arg_utils.py).
 SHORT_ALIASES = {
@@ -102,6 +103,23 @@ class Unit:
 
 
 def parse_tokens(tokens: list[str]) -> list[Unit]:
+    """Group argv tokens into units (cached: recipes repeat the same lists).
+
+    See ``_parse_tokens``; raises ArgvError.
+    """
+    try:
+        key = tuple(tokens)
+    except TypeError:
+        return _parse_tokens(tokens)
+    return list(_parse_cached(key))
+
+
+@lru_cache(maxsize=4096)
+def _parse_cached(tokens: tuple) -> tuple[Unit, ...]:
+    return tuple(_parse_tokens(list(tokens)))
+
+
+def _parse_tokens(tokens: list[str]) -> list[Unit]:
     """Group argv tokens into units.
 
     A flag followed by a token that is not a flag (numbers like ``-1`` count as
@@ -157,7 +175,8 @@ class Entry:
 
 class ArgvBuilder:
     """Accumulates units layer by layer; a later unit replaces an earlier one with
-    the same flag identity and moves to the later position (upstream order, W7).
+    the same flag identity in place (the first position is kept, unlike upstream's
+    move-to-last, W7, so an unchanged value never reorders the command).
     """
 
     def __init__(self) -> None:
@@ -165,10 +184,12 @@ class ArgvBuilder:
 
     def add(self, units: list[Unit], source: Source) -> None:
         for unit in units:
-            old = self._entries.pop(unit.key, None)
+            old = self._entries.get(unit.key)
             entry = Entry(unit, source)
             if old is not None:
                 entry.replaced = old.replaced + [(old.unit, old.source)]
+            # A flag keeps the position where it first appeared, so re-setting
+            # the same value leaves the command text unchanged.
             self._entries[unit.key] = entry
 
     def add_tokens(self, tokens: list[str], source: Source) -> None:

@@ -54,6 +54,22 @@ class AdvancedKnob:
     """Recipe key path of the knob, for provenance."""
 
 
+def _memo(method):
+    """Cache a RecipeContext method per arguments (the recipe and catalogue are
+    immutable, and the resolver asks the same questions many times per plan)."""
+    name = "_memo_" + method.__name__
+
+    def wrapper(self, *args):
+        cache = self.__dict__.setdefault(name, {})
+        if args not in cache:
+            cache[args] = method(self, *args)
+        return cache[args]
+
+    wrapper.__doc__ = method.__doc__
+    wrapper.__name__ = method.__name__
+    return wrapper
+
+
 class RecipeContext:
     """A recipe bound to its catalogue, with derived facts cached.
 
@@ -81,6 +97,7 @@ class RecipeContext:
         rank = {"NVIDIA": 0, "AMD": 1}
         return sorted(ids, key=lambda h: (rank.get(profiles[h].brand, 9), profiles[h].brand))
 
+    @_memo
     def hardware_block_reason(self, hw_id: str, variant_id: str) -> str | None:
         """Why ``hw_id`` cannot run the variant, or None (meta.hardware unsupported,
         variant allowlist, precision constraint; semantics §2.2)."""
@@ -109,6 +126,7 @@ class RecipeContext:
     def is_verified(self, hw_id: str) -> bool:
         return self.recipe.meta.hardware.get(hw_id) == "verified"
 
+    @_memo
     def default_hardware(self, variant_id: str) -> tuple[str, str | None]:
         """``(hw_id, problem)``: the recipe's ``meta.default_hardware`` when it can run
         the variant (seed: the page must honour it), else a heuristic choice with a
@@ -162,6 +180,7 @@ class RecipeContext:
                 ids.append(sid)
         return [s for s in ids if s in self.catalog.strategies and self.strategy(s).deploy_type != "kv_store_lb"]
 
+    @_memo
     def strategy_block_reason(self, sid: str, hw_id: str) -> str | None:
         """Why strategy ``sid`` is unavailable on ``hw_id`` (``strategy_hardware`` gate,
         one lookup rule: id → generation → brand → default, else list membership)."""
@@ -182,6 +201,7 @@ class RecipeContext:
         s = self.catalog.strategies.get(sid)
         return (s.display_name if s and s.display_name else sid)
 
+    @_memo
     def floor_gpus(self, key: str, hw_id: str) -> int:
         """Minimum GPUs for a strategy or P/D pool mode (``strategy_min_gpus``,
         semantics §4.3): the larger of the strategy floor and the hardware floor."""
@@ -221,6 +241,7 @@ class RecipeContext:
         return 1 if weights <= hw.gb_per_gpu else hw.gpu_count
 
     # ----- features and knobs ---------------------------------------------
+    @_memo
     def default_features(self, hw_id: str, variant_id: str) -> tuple[str, ...]:
         """All features minus ``opt_in_features`` and ``hardware_opt_in_features[hw]``,
         plus those a variant's ``default_modes`` turn on (semantics §2.1)."""
@@ -228,6 +249,7 @@ class RecipeContext:
         forced = set(self.variant(variant_id).default_modes)
         return tuple(f for f in self.recipe.features if f not in off or f in forced)
 
+    @_memo
     def exclusive_with(self, fid: str) -> list[str]:
         """Features that cannot be on together with ``fid``: upstream's built-in
         pair (text_only / encoder_parallel, semantics §2.4) plus the recipe's
@@ -239,12 +261,14 @@ class RecipeContext:
                 out += [f for f in g if f != fid and f in self.recipe.features and f not in out]
         return out
 
+    @_memo
     def feature_block_reason(self, fid: str, sid: str) -> str | None:
         allowed = self.recipe.features[fid].strategies
         if allowed is not None and sid not in allowed:
             return f"Not available with {self.strategy_label(sid)}."
         return None
 
+    @_memo
     def advanced_knobs(self, sid: str) -> list[AdvancedKnob]:
         """Advanced options visible for strategy ``sid`` (built-ins, then the recipe's)."""
         model = self.recipe.model.model_extra or {}
@@ -265,6 +289,7 @@ class RecipeContext:
         return {k[0] for k in BUILTIN_ADVANCED} | {o.id for o in self.recipe.advanced_options}
 
     # ----- KV offload -------------------------------------------------------
+    @_memo
     def kv_options(self) -> list[str]:
         """KV offload ids in row order: taxonomy options and KV-store deployments."""
         opts = [(o.order, k) for k, o in self.catalog.taxonomy.kv_offload.items()]
@@ -278,6 +303,7 @@ class RecipeContext:
         s = self.catalog.strategies.get(kid)
         return (s.label or s.display_name or kid) if s else kid
 
+    @_memo
     def kv_block_reason(self, kid: str, sid: str, hw_id: str) -> str | None:
         """Why KV offload ``kid`` is unavailable (semantics §6.1 gates, from data)."""
         hw = self.hw(hw_id)

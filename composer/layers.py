@@ -121,6 +121,13 @@ def owned_keys(ctx: RecipeContext, fid: str) -> set[str]:
     """Flag identities a feature owns: those present in every arg set it can emit
     (e.g. spec decoding owns --speculative-config, not the --max-num-seqs cap its
     AMD override also sets)."""
+    cache = ctx.__dict__.setdefault("_owned_keys", {})
+    if fid not in cache:
+        cache[fid] = _owned_keys(ctx, fid)
+    return cache[fid]
+
+
+def _owned_keys(ctx: RecipeContext, fid: str) -> set[str]:
     keys = None
     for _, args in feature_arg_sets(ctx, fid):
         try:

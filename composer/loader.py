@@ -15,6 +15,11 @@ from pydantic import ValidationError
 from composer.schema import Catalog, Recipe
 
 
+# libyaml's C parser when PyYAML was built with it (10× faster than the pure
+# Python one); same safe semantics either way.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 @dataclass
 class RecipeError:
     """One problem in one file: ``file``, dotted key path ``key`` and ``message``."""
@@ -38,7 +43,7 @@ class RecipeLoadError(Exception):
 def _read_yaml(path: Path, root: Path, errors: list[RecipeError]):
     try:
         with path.open(encoding="utf-8") as fh:
-            return yaml.safe_load(fh)
+            return yaml.load(fh, Loader=_LOADER)
     except (OSError, yaml.YAMLError) as exc:
         errors.append(RecipeError(str(path.relative_to(root)), "", f"cannot be read as YAML: {exc}"))
         return None

@@ -62,20 +62,23 @@ def _provenance(argv_entries: list[Entry], env) -> tuple[list[dict], list[dict]]
 
 
 def _replacement_notices(ctx: RecipeContext, entries: list[Entry], notices: Notices, where: str) -> None:
+    """Notices for each step of a flag's override chain that involves a choice of
+    the user (Advanced, a feature, KV offload): a replaced value, or a re-set to
+    the value already in force (the command is then unchanged)."""
     for e in entries:
-        for old, src in e.replaced:
-            if src.layer not in USER_LAYERS and e.source.layer not in USER_LAYERS:
+        chain = list(e.replaced) + [(e.unit, e.source)]
+        for (old, src), (new, dst) in zip(chain, chain[1:]):
+            if src.layer not in USER_LAYERS and dst.layer not in USER_LAYERS:
                 continue
-            new_v = e.unit.display().split(" ", 1)[-1] if e.unit.value is not None else e.unit.display()
-            old_v = old.display().split(" ", 1)[-1] if old.value is not None else old.display()
             flag = "--" + e.unit.key
-            if old == e.unit:
-                if src.layer in USER_LAYERS or e.source.layer in USER_LAYERS:
-                    notices.add("info", "value-unchanged",
-                                f"{source_label(ctx, e.source)} sets {flag} {new_v}, the value {source_label(ctx, src)} already set: the command is unchanged.")
-                continue
-            notices.add("info", "value-replaced",
-                        f"{source_label(ctx, src)} {flag} {old_v} was replaced by {source_label(ctx, e.source)}'s {new_v}{where}.")
+            new_v = new.value if new.value is not None else new.display()
+            old_v = old.value if old.value is not None else old.display()
+            if old == new:
+                notices.add("info", "value-unchanged",
+                            f"{source_label(ctx, dst)} sets {flag} {new_v}, the value {source_label(ctx, src)} already set: the command is unchanged.")
+            else:
+                notices.add("info", "value-replaced",
+                            f"{source_label(ctx, src)} {flag} {old_v} was replaced by {source_label(ctx, dst)}'s {new_v}{where}.")
 
 
 def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, extra_env: dict | None = None) -> dict:
@@ -210,6 +213,18 @@ DROP_ORDER = ("nodes", "prefill_nodes", "decode_nodes", "strategy", "prefill_mod
               "features", "advanced", "kv_offload", "variant", "hardware")
 
 
+def _resolved_selection(ctx: RecipeContext, values: dict[str, str]) -> Selection:
+    """``resolve`` of a parameter dict, cached on the context (canonical URLs try
+    the same small dicts again and again)."""
+    cache = ctx.__dict__.setdefault("_selection_cache", {})
+    key = tuple(sorted(values.items()))
+    if key not in cache:
+        if len(cache) > 4096:
+            cache.clear()
+        cache[key] = resolve(ctx, parse_query(values))[0]
+    return cache[key]
+
+
 def canonical_request(ctx: RecipeContext, sel: Selection) -> Request:
     """The smallest request that resolves to ``sel``: parameters equal to what the
     recipe would choose anyway are omitted (a link with no parameters is the
@@ -219,8 +234,7 @@ def canonical_request(ctx: RecipeContext, sel: Selection) -> Request:
         if key not in vals:
             continue
         trial = {k: v for k, v in vals.items() if k != key}
-        got, _ = resolve(ctx, parse_query(trial))
-        if got == sel:
+        if _resolved_selection(ctx, trial) == sel:
             vals = trial
     if vals:
         vals["v"] = SCHEMA_VERSION
@@ -383,13 +397,14 @@ def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[dict], n
                     f"{label} KV offload uses {total:g} GiB of host memory in total across workers. It moves KV cache, never weights.")
 
 
-def build_plan(ctx: RecipeContext, query) -> dict:
+def build_plan(ctx: RecipeContext, query, options: bool = True) -> dict:
     """The plan for ``query`` (string, mapping or None) as a JSON-ready dict.
 
     Keys: ``recipe``, ``selection``, ``commands`` (``role``, ``node_rank``, ``argv``,
     ``env``, ``text`` …), ``notices``, ``url`` (canonical query, "" for the
     default), ``capacity``, ``verified``, ``status`` (``ok``/``error``), ``summary``
-    and ``options`` (the page controls). Never raises for any query; a broken
+    and ``options`` (the page controls; omitted when ``options`` is False, as in
+    the JSON API). Never raises for any query; a broken
     recipe raises ``ArgvError`` (caught by validation at build time).
     """
     req = parse_query(query)
@@ -414,7 +429,7 @@ def build_plan(ctx: RecipeContext, query) -> dict:
         "verified": ctx.is_verified(sel.hardware),
         "url": ("?" + canon.query()) if canon.values else "",
         "query": canon.query(),
-        "options": build_options(ctx, sel, canon),
+        **({"options": build_options(ctx, sel, canon)} if options else {}),
     }
 
 

@@ -60,7 +60,19 @@ class Selection:
 
 
 def util_in_force(ctx: RecipeContext, sel: Selection, pool: str | None = None) -> float:
-    """The final ``--gpu-memory-utilization`` of the composed command (vLLM default 0.9)."""
+    """The final ``--gpu-memory-utilization`` of the composed command (vLLM default 0.9).
+
+    Topology flags never set it, so the value is cached per selection without
+    its node counts.
+    """
+    key = (sel.hardware, sel.variant, sel.strategy, sel.features, sel.advanced, sel.kv_offload, pool)
+    cache = ctx.__dict__.setdefault("_util_cache", {})
+    if key not in cache:
+        cache[key] = _util_in_force(ctx, sel, pool)
+    return cache[key]
+
+
+def _util_in_force(ctx: RecipeContext, sel: Selection, pool: str | None) -> float:
     from composer.layers import CommandSpec
 
     spec = CommandSpec(pool or "serve", 0, (), pool)
@@ -224,10 +236,21 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         n.add("error", "capacity", f"No node count up to {MAX_NODES} of {hwname} gives {ctx.strategy_label(sid)} a valid layout that holds the weights. {fit_hint(ctx, sel)}")
         nodes = lower if lower <= MAX_NODES else MAX_NODES
     elif want_nodes is not None and nodes != want_nodes:
-        why = layout_ok(ctx, sel, layout_for(ctx, sel, want_nodes), util) if want_nodes >= floor else (
-            f"{ctx.strategy_label(sid)} needs at least {ctx.floor_gpus(sid, hw) or 2 * ctx.hw(hw).gpu_count} GPUs.")
+        floor_msg = f"{ctx.strategy_label(sid)} needs at least {floor} nodes ({max(ctx.floor_gpus(sid, hw), 2 * ctx.hw(hw).gpu_count) if floor == 2 else ctx.floor_gpus(sid, hw)} GPUs)."
+        why = raise_reasons(ctx, sel, want_nodes, floor, nodes, floor_msg, lambda k: layout_for(ctx, sel, k), util)
         n.add("warning", "nodes-raised", f"Nodes raised from {want_nodes} to {nodes}: {why}")
     return Selection(hw, variant, sid, nodes, sel.features, adv, kv), n
+
+
+def raise_reasons(ctx: RecipeContext, sel: Selection, want: int, floor: int, got: int, floor_msg: str, make, util: float) -> str:
+    """Why every node count from ``want`` up to ``got - 1`` does not work: the
+    strategy floor, then per count the capacity or layout problem."""
+    reasons = [floor_msg] if want < floor else []
+    for k in range(max(want, floor), got):
+        why = layout_ok(ctx, sel, make(k), util)
+        if why:
+            reasons.append(f"{k} nodes: {why}")
+    return " ".join(reasons)
 
 
 def recommend(ctx: RecipeContext, hw: str, variant: str, want_nodes: int | None, supported: list[str]) -> str | None:
@@ -340,9 +363,9 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
             n.add("error", "capacity", f"{label}: no node count up to {MAX_NODES} of {ctx.hw(hw).display_name} holds the weights with a valid layout.")
             nodes = min(lower, MAX_NODES)
         elif want is not None and nodes != want:
-            lay = pool_layout(ctx, sel, name, mode, want)
-            why = (layout_ok(ctx, sel, lay, util) if want >= floor else
-                   f"{mode.upper()} needs at least {ctx.floor_gpus(mode, hw)} GPUs.")
+            floor_msg = f"{mode.upper()} needs at least {ctx.floor_gpus(mode, hw)} GPUs."
+            why = raise_reasons(ctx, sel, want, floor, nodes, floor_msg,
+                                lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), util)
             n.add("warning", "nodes-raised", f"{label}: nodes raised from {want} to {nodes}: {why}")
         pools[name] = Pool(mode, nodes)
     return Selection(**{**sel.__dict__, "nodes": pools["prefill"].nodes + pools["decode"].nodes, **pools}), n

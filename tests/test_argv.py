@@ -185,9 +185,9 @@ def test_unrelated_flags_are_not_replaced():
     assert b.tokens() == ["--a", "1", "--b", "2", "--c", "3"]
 
 
-def test_replacement_moves_to_the_later_position():
+def test_replacement_keeps_the_first_position():
     b = build((["--a", "1", "--b", "2"], A), (["--a", "9"], B))
-    assert b.tokens() == ["--b", "2", "--a", "9"]
+    assert b.tokens() == ["--a", "9", "--b", "2"]
 
 
 def test_copy_is_independent():

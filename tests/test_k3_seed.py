@@ -398,8 +398,13 @@ def test_max_batched_8k_replaces_pd_prefill_16384_and_decode_32(plan):
     for c in cmds(p):
         assert flag_value(c["argv"], "--max-num-batched-tokens") == "8192", c["label"]
     msgs = " | ".join(n["message"] for n in notices_with(p, "value-replaced"))
-    for old in ("16384", "32768", "--max-num-batched-tokens 32 "):
+    # Notices name the value each step replaced: the P/D role values (which had
+    # themselves replaced Blackwell's 32768, a recipe-internal step).
+    for old in ("16384", "--max-num-batched-tokens 32 "):
         assert old in msgs
+    prefill = next(c for c in cmds(p) if c["pool"] == "prefill")
+    chain = next(f["replaced"] for f in prefill["provenance"] if f["flag"] == "--max-num-batched-tokens")
+    assert [r["value"] for r in chain] == ["32768", "16384"]
 
 
 @pytest.mark.parametrize("hw", AMD)
@@ -477,10 +482,6 @@ def test_gpu_mem_095_sets_the_same_options_and_says_so(plan, query):
     assert "value-replaced" not in codes(b)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "composer bug: a value-unchanged re-set moves the flag to the end (ArgvBuilder.add pops and "
-    "re-inserts), so Advanced gpu_mem_095 reorders argv/command text although its "
-    "'value-unchanged' notice says 'the command is unchanged'"))
 def test_gpu_mem_095_leaves_argv_unchanged(plan):
     a, b = plan(""), plan("advanced=gpu_mem_095")
     assert [c["argv"] for c in cmds(a)] == [c["argv"] for c in cmds(b)]
@@ -725,10 +726,6 @@ def test_silent_overrides_are_reported(plan):
 
 
 # -------------------------------------------------- other composer bugs
-@pytest.mark.xfail(strict=True, reason=(
-    "composer bug: resolve() explains a raise past the floor with the floor alone "
-    "('Nodes raised from 1 to 4: Multi-node TP needs at least 8 GPUs.') although 2 trays "
-    "(8 GPUs) meet the floor; the real reason for 4 is capacity (2 x GB200 = 1536 GB)"))
 def test_nodes_raised_past_the_floor_names_the_capacity_reason(plan):
     p = plan("hardware=gb200&strategy=multi_node_tp&nodes=1")
     assert p["selection"]["nodes"] == 4
@@ -736,10 +733,6 @@ def test_nodes_raised_past_the_floor_names_the_capacity_reason(plan):
     assert "fit" in n["message"], n["message"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "composer bug: _replacement_notices() emits 'value-unchanged ... the command is unchanged' "
-    "for an older equal value even when the immediately replaced value differed "
-    "(AMD + max_num_seqs_256 + spec_decoding: 256 -> 128 is a change)"))
 def test_no_value_unchanged_notice_when_the_value_changed(plan):
     p = plan("hardware=mi355x&advanced=max_num_seqs_256&features=spec_decoding")
     assert "value-unchanged" not in codes(p), notices_with(p, "value-unchanged")

@@ -186,14 +186,16 @@
     setStatus("loading", "Loading the composer: Python runtime ready, loading packages…");
     const wheels = app.dataset.wheels.split(",").map((w) => new URL(prefix + w, location.href).href);
     await pyodide.loadPackage(wheels, {messageCallback: () => {}, errorCallback: (m) => console.warn(m)});
-    const [zipBuf, bundleText] = await Promise.all([
+    const getText = (url, what) => fetch(url).then((r) => { if (!r.ok) throw new Error(what + " " + r.status); return r.text(); });
+    const [zipBuf, bundleText, catalogText] = await Promise.all([
       fetch(new URL(prefix + app.dataset.composer, location.href)).then((r) => { if (!r.ok) throw new Error("composer " + r.status); return r.arrayBuffer(); }),
-      fetch(app.dataset.bundle).then((r) => { if (!r.ok) throw new Error("recipe data " + r.status); return r.text(); }),
+      getText(app.dataset.bundle, "recipe data"),
+      getText(app.dataset.catalog, "catalogue"),
     ]);
     pyodide.unpackArchive(zipBuf, "zip", {extractDir: "/home/pyodide"});
     pyodide.runPython("import sys\nif '/home/pyodide' not in sys.path: sys.path.insert(0, '/home/pyodide')\nimport pydantic, composer.api");
     const composeJson = pyodide.globals.get("composer").api.compose_json;
-    composeFn = (q) => composeJson(bundleText, q);
+    composeFn = (q) => composeJson(bundleText, catalogText, q);
     window.__composer = {compose: (q) => JSON.parse(composeFn(q)), ms: Math.round(performance.now() - started)};
     const q = pending !== null ? pending : location.search;
     const push = pending !== null;
