@@ -117,25 +117,22 @@ def resolve_mode(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str) -> s
     return allowed[0] if allowed else next(iter(f.modes or {"": None}))
 
 
-def owned_keys(ctx: RecipeContext, fid: str) -> set[str]:
-    """Flag identities a feature owns: those present in every arg set it can emit
-    (e.g. spec decoding owns --speculative-config, not the --max-num-seqs cap its
-    AMD override also sets)."""
-    cache = ctx.__dict__.setdefault("_owned_keys", {})
+def owned_units(ctx: RecipeContext, fid: str) -> frozenset[Unit]:
+    """Flag settings a feature owns: those (flag and value) present in every arg
+    set it can emit. Spec decoding owns its ``--speculative-config`` value, not
+    the ``--max-num-seqs`` cap only its AMD override sets; a context-length
+    feature does not own the base ``--max-model-len`` it replaces."""
+    cache = ctx.__dict__.setdefault("_owned_units", {})
     if fid not in cache:
-        cache[fid] = _owned_keys(ctx, fid)
+        units = None
+        for _, args in feature_arg_sets(ctx, fid):
+            try:
+                found = set(parse_tokens(args))
+            except ValueError:
+                continue
+            units = found if units is None else units & found
+        cache[fid] = frozenset(units or ())
     return cache[fid]
-
-
-def _owned_keys(ctx: RecipeContext, fid: str) -> set[str]:
-    keys = None
-    for _, args in feature_arg_sets(ctx, fid):
-        try:
-            ks = {u.key for u in parse_tokens(args)}
-        except ValueError:
-            continue
-        keys = ks if keys is None else keys & ks
-    return keys or set()
 
 
 def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layout | None):
@@ -207,18 +204,18 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
             continue
         key, args = feature_args(ctx, fid, hw_id, sel.variant)
         argv.add_tokens(args, Source("features", key))
+    # A feature that is off removes the settings it owns even when another layer
+    # emits them (upstream W11: K3's AMD block kept --reasoning-parser on).
     removed = []
-    enabled_owned = set()
-    for fid in sel.features:
-        if fid in r.features and not ctx.feature_block_reason(fid, sid):
-            enabled_owned |= owned_keys(ctx, fid)
+    enabled = [f for f in sel.features if f in r.features and not ctx.feature_block_reason(f, sid)]
+    enabled_owned = set().union(*(owned_units(ctx, f) for f in enabled)) if enabled else set()
     for fid in r.features:
-        if fid in sel.features and not ctx.feature_block_reason(fid, sid):
+        if fid in enabled:
             continue
-        for key in sorted(owned_keys(ctx, fid) - enabled_owned):
-            entry = argv.get(key)
-            if entry is not None and entry.source.layer != "features":
-                argv.remove(key)
+        for unit in sorted(owned_units(ctx, fid) - enabled_owned, key=lambda u: u.key):
+            entry = argv.get(unit.key)
+            if entry is not None and entry.unit == unit and entry.source.layer != "features":
+                argv.remove(unit.key)
                 removed.append((fid, entry))
     # 7 KV offload
     kv = sel.kv_offload

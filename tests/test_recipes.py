@@ -1,0 +1,131 @@
+"""Our own recipes beyond K3, the published JSON Schema, and composer rules that
+every recipe relies on (feature ownership by value, dense models without EP)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+import build
+from composer.api import compose, make_context
+from composer.loader import load_catalog, load_recipe, recipe_paths
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPES = ROOT / "recipes"
+CORPUS = ROOT.parent / "shared" / "upstream-recipes"
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog(RECIPES)
+
+
+def ctx_for(rid, catalog):
+    return make_context(rid, load_recipe(RECIPES, rid), catalog)
+
+
+def flag(argv, name):
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def test_site_is_not_k3_only():
+    ids = set(recipe_paths(RECIPES))
+    assert {"moonshotai/Kimi-K3", "meta-llama/Llama-3.3-70B-Instruct", "Qwen/Qwen3-235B-A22B-Instruct-2507"} <= ids
+    kinds = {load_recipe(RECIPES, r).model.model_extra.get("architecture") for r in ids}
+    assert {"dense", "moe"} <= kinds
+
+
+def test_dense_model_offers_no_expert_parallel(catalog):
+    ctx = ctx_for("meta-llama/Llama-3.3-70B-Instruct", catalog)
+    assert not any(s.endswith(("tep", "dep")) for s in ctx.strategies)
+    plan = compose(ctx, "")
+    assert plan["status"] == "ok"
+    argv = plan["commands"][0]["argv"]
+    assert "--enable-expert-parallel" not in argv
+    assert flag(argv, "--tensor-parallel-size") == "2"  # variant tp map: default 2
+
+
+def test_variant_drives_checkpoint_and_capacity(catalog):
+    ctx = ctx_for("meta-llama/Llama-3.3-70B-Instruct", catalog)
+    bf16 = compose(ctx, "hardware=h100")
+    fp8 = compose(ctx, "hardware=h100&variant=fp8")
+    assert bf16["commands"][0]["argv"][2] == "meta-llama/Llama-3.3-70B-Instruct"
+    assert fp8["commands"][0]["argv"][2] == "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic"
+    assert bf16["capacity"][0]["weights_gb"] == 141 and fp8["capacity"][0]["weights_gb"] == 72
+    assert flag(bf16["commands"][0]["argv"], "--tensor-parallel-size") == "4"
+    assert flag(fp8["commands"][0]["argv"], "--tensor-parallel-size") == "2"
+
+
+def test_feature_off_keeps_a_different_value_of_the_same_flag(catalog):
+    # Failing input found while writing the Qwen recipe: an opt-in long-context
+    # feature sets --max-model-len 1010000; being off must not delete the base 262144.
+    ctx = ctx_for("Qwen/Qwen3-235B-A22B-Instruct-2507", catalog)
+    off = compose(ctx, "")
+    assert flag(off["commands"][0]["argv"], "--max-model-len") == "262144"
+    assert not [n for n in off["notices"] if n["code"] == "feature-owned-flag"]
+    on = compose(ctx, "features=tool_calling,long_context")
+    assert flag(on["commands"][0]["argv"], "--max-model-len") == "1010000"
+
+
+def test_bf16_moe_needs_more_than_one_h100_node_only_when_it_does_not_fit(catalog):
+    ctx = ctx_for("Qwen/Qwen3-235B-A22B-Instruct-2507", catalog)
+    plan = compose(ctx, "hardware=h100&strategy=multi_node_dep")
+    assert plan["selection"]["nodes"] == 2  # DEP floor 16 GPUs
+    argv = plan["commands"][1]["argv"]
+    assert flag(argv, "--data-parallel-start-rank") == "8"
+
+
+def _schema():
+    return build.recipe_schema()
+
+
+@pytest.mark.parametrize("path", sorted((RECIPES / "models").glob("*/*.yaml")), ids=lambda p: p.stem)
+def test_own_recipes_validate_against_published_schema(path):
+    jsonschema.validate(yaml.safe_load(path.read_text()), _schema())
+
+
+@pytest.mark.skipif(not CORPUS.exists(), reason="shared corpus not present")
+def test_every_corpus_recipe_validates_against_the_schema():
+    schema = _schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    bad = {}
+    for path in sorted((CORPUS / "models").glob("*/*.yaml")):
+        errors = list(validator.iter_errors(yaml.safe_load(path.read_text())))
+        if errors:
+            bad[path.name] = errors[0].message
+    assert not bad
+
+
+def test_schema_and_build_validation_agree_on_a_bad_recipe():
+    data = yaml.safe_load((RECIPES / "models/moonshotai/Kimi-K3.yaml").read_text())
+    data["variants"]["default"]["vram_minimum_gb"] = "a lot"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, _schema())
+    from pydantic import ValidationError
+    from composer.schema import Recipe
+    with pytest.raises(ValidationError):
+        Recipe.model_validate(data)
+
+
+def test_json_api_documents(tmp_path):
+    out = tmp_path / "site"
+    build.build(RECIPES, out)
+    index = json.loads((out / "api/index.json").read_text())
+    ids = {r["id"] for r in index["recipes"]}
+    assert "moonshotai/Kimi-K3" in ids
+    k3 = next(r for r in index["recipes"] if r["id"] == "moonshotai/Kimi-K3")
+    assert "b300" in k3["verified_hardware"] and k3["precisions"] == ["MXFP4"]
+    doc = json.loads((out / k3["json"]).read_text())
+    assert doc["recipe"]["meta"]["default_hardware"] == "b300"
+    assert set(doc["by_hardware"]) == {"h100", "h200", "b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x"}
+    ctx = make_context("moonshotai/Kimi-K3", load_recipe(RECIPES, "moonshotai/Kimi-K3"), load_catalog(RECIPES))
+    for hw, plan in doc["by_hardware"].items():
+        cli = compose(ctx, {"hardware": hw}, options=False)
+        assert [c["argv"] for c in plan["commands"]] == [c["argv"] for c in cli["commands"]]
+        assert plan["status"] == "ok" and all(c["fits"] for c in plan["capacity"])
+    schema = json.loads((out / "schema/recipe.schema.json").read_text())
+    assert schema["title"] == "vLLM recipe" and "meta" in schema["properties"]
