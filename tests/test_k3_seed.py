@@ -488,6 +488,16 @@ def test_gpu_mem_095_leaves_argv_unchanged(plan):
     assert [c["command"] for c in cmds(a)] == [c["command"] for c in cmds(b)]
 
 
+@pytest.mark.parametrize("hw", list(NVIDIA) + list(AMD))
+def test_max_num_seqs_256_under_spec_decoding_leaves_argv_unchanged(plan, hw):
+    # "if Spec Decoding is also enabled, the Feature layer will then override this":
+    # the final flags and values are the ones spec decoding gives on its own. A flag
+    # keeps the position of the first layer that set it, so only its place may differ.
+    a = plan(f"hardware={hw}&features=spec_decoding")
+    b = plan(f"hardware={hw}&features=spec_decoding&advanced=max_num_seqs_256")
+    assert [_units(c["argv"]) for c in cmds(a)] == [_units(c["argv"]) for c in cmds(b)]
+
+
 def test_max_model_len_auto_replaces_blackwell_1m(plan):
     # "max-model-len=auto: Overrides Blackwell's default 1M context window limit"
     p = plan("hardware=b300&advanced=max_model_len_auto")

@@ -110,23 +110,37 @@
   }
 
   // ----- state ------------------------------------------------------------
+  // Every choice is a query sent to the composer worker; only the reply to the
+  // latest request is rendered, so quick clicks never show a stale plan.
+  let worker = null;
+  let seq = 0;
+  const pushes = new Map();
+
   function apply(query, push) {
     if (!composeFn) {
-      pending = query;
-      setStatus("queued", "Your choice will be applied as soon as the composer has loaded…");
+      pending = {query, push};
+      if (statusEl.dataset.state !== "failed") {
+        setStatus("queued", "Your choice will be applied as soon as the composer has loaded…");
+      } else {
+        renderControls(plan);  // the runtime is gone: keep controls true to the command shown
+      }
       return;
     }
-    let next;
-    try {
-      next = JSON.parse(composeFn(query));
-    } catch (err) {
-      setStatus("error", "The composer failed on this choice: " + err.message);
-      return;
-    }
+    const id = ++seq;
+    pushes.set(id, push);
+    composeFn(id, query);
+  }
+
+  function received(id, next) {
+    const push = pushes.get(id);
+    pushes.delete(id);
+    if (id !== seq) return;  // a newer request is on its way
     render(next);
     const url = location.pathname + next.url + location.hash;
     if (push) history.pushState({q: next.query}, "", url);
     else history.replaceState({q: next.query}, "", url);
+    app.dataset.busy = "false";
+    app.dataset.ready = "true";
   }
 
   document.getElementById("controls").addEventListener("change", (ev) => {
@@ -173,42 +187,53 @@
     }
   }
 
-  // ----- the composer in Pyodide -----------------------------------------
-  async function boot() {
+  // ----- the composer in a Web Worker (Pyodide) ---------------------------
+  function boot() {
     if (location.search) {
       document.getElementById("output").classList.add("stale");
       setStatus("loading", "Loading the composer to show the command for this link…");
     }
+    const abs = (u) => new URL(u, location.href).href;
     const prefix = app.dataset.prefix;
-    const started = performance.now();
-    if (typeof loadPyodide !== "function") throw new Error("the Pyodide runtime did not load");
-    const pyodide = await loadPyodide({indexURL: new URL(prefix + "pyodide/", location.href).href});
-    setStatus("loading", "Loading the composer: Python runtime ready, loading packages…");
-    const wheels = app.dataset.wheels.split(",").map((w) => new URL(prefix + w, location.href).href);
-    await pyodide.loadPackage(wheels, {messageCallback: () => {}, errorCallback: (m) => console.warn(m)});
-    const getText = (url, what) => fetch(url).then((r) => { if (!r.ok) throw new Error(what + " " + r.status); return r.text(); });
-    const [zipBuf, bundleText, catalogText] = await Promise.all([
-      fetch(new URL(prefix + app.dataset.composer, location.href)).then((r) => { if (!r.ok) throw new Error("composer " + r.status); return r.arrayBuffer(); }),
-      getText(app.dataset.bundle, "recipe data"),
-      getText(app.dataset.catalog, "catalogue"),
-    ]);
-    pyodide.unpackArchive(zipBuf, "zip", {extractDir: "/home/pyodide"});
-    pyodide.runPython("import sys\nif '/home/pyodide' not in sys.path: sys.path.insert(0, '/home/pyodide')\nimport pydantic, composer.api");
-    const composeJson = pyodide.globals.get("composer").api.compose_json;
-    composeFn = (q) => composeJson(bundleText, catalogText, q);
-    window.__composer = {compose: (q) => JSON.parse(composeFn(q)), ms: Math.round(performance.now() - started)};
-    const q = pending !== null ? pending : location.search;
-    const push = pending !== null;
-    pending = null;
-    document.getElementById("output").classList.remove("stale");
-    apply(q, push);
-    setStatus("ready", "");
-    app.dataset.ready = "true";
+    worker = new Worker(abs(prefix + "assets/composer-worker.js"), {type: "module"});
+    worker.onmessage = (ev) => {
+      const msg = ev.data;
+      if (msg.type === "progress") setStatus("loading", msg.text);
+      else if (msg.type === "ready") {
+        composeFn = (id, query) => { app.dataset.busy = "true"; worker.postMessage({type: "compose", id, query}); };
+        app.dataset.loadMs = String(msg.ms);
+        const first = pending || {query: location.search, push: false};
+        pending = null;
+        document.getElementById("output").classList.remove("stale");
+        setStatus("ready", "");
+        apply(first.query, first.push);  // data-ready is set once its plan is shown
+      } else if (msg.type === "plan") received(msg.id, JSON.parse(msg.plan));
+      else if (msg.type === "error") setStatus("error", "The composer failed on this choice: " + msg.error);
+      else if (msg.type === "failed") failed(msg.error);
+    };
+    worker.onerror = (ev) => failed(ev.message || "the worker could not start");
+    worker.postMessage({
+      type: "init", indexURL: abs(prefix + "pyodide/"),
+      wheels: app.dataset.wheels.split(",").map((w) => abs(prefix + w)),
+      composerURL: abs(prefix + app.dataset.composer), recipeURL: abs(app.dataset.bundle),
+      catalogURL: abs(app.dataset.catalog),
+    });
   }
 
-  boot().catch((err) => {
-    console.error(err);
-    setStatus("failed", "The interactive composer could not load (" + err.message + "). The command shown is the recipe default; use the CLI for other choices.");
+  function failed(reason) {
+    if (composeFn) return;
+    console.error(reason);
+    setStatus("failed", "The interactive composer could not load (" + reason + "). " +
+      "The command shown is the recipe default; the command line gives every other choice: python -m composer " +
+      app.dataset.recipe + " --query '…'.");
     document.getElementById("output").classList.remove("stale");
-  });
+    renderControls(plan);
+    pending = null;
+  }
+
+  try {
+    boot();
+  } catch (err) {
+    failed(err.message);
+  }
 })();

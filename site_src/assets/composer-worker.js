@@ -1,0 +1,48 @@
+// Runs the composer (Python, in Pyodide) off the main thread so the page stays
+// responsive while the runtime loads (~2-10 s) and while plans are composed.
+// Protocol: {type:"init", urls…} then {type:"compose", id, query};
+// replies {type:"progress"|"ready"|"failed"} and {type:"plan"|"error", id, …}.
+
+let composeJson = null;
+let ready = null;
+
+async function init(msg) {
+  const started = performance.now();
+  // Pyodide 314 runs in module workers only (classic workers are refused).
+  const {loadPyodide} = await import(msg.indexURL + "pyodide.mjs");
+  const pyodide = await loadPyodide({indexURL: msg.indexURL});
+  self.postMessage({type: "progress", text: "Python runtime ready; loading the composer…"});
+  await pyodide.loadPackage(msg.wheels, {messageCallback: () => {}, errorCallback: (m) => console.warn(m)});
+  const get = async (url, what, kind) => {
+    const r = await fetch(url);
+    if (!r.ok) throw new Error(`${what}: HTTP ${r.status}`);
+    return kind === "bytes" ? r.arrayBuffer() : r.text();
+  };
+  const [zip, recipeText, catalogText] = await Promise.all([
+    get(msg.composerURL, "composer", "bytes"), get(msg.recipeURL, "recipe data"), get(msg.catalogURL, "catalogue")]);
+  pyodide.unpackArchive(zip, "zip", {extractDir: "/home/pyodide"});
+  // loadPackage resolves even when a wheel failed to load: the imports verify.
+  pyodide.runPython("import sys\nif '/home/pyodide' not in sys.path: sys.path.insert(0, '/home/pyodide')\nimport pydantic, composer.api");
+  const fn = pyodide.globals.get("composer").api.compose_json;
+  composeJson = (query) => fn(recipeText, catalogText, query);
+  self.postMessage({type: "ready", ms: Math.round(performance.now() - started)});
+}
+
+self.onmessage = async (ev) => {
+  const msg = ev.data;
+  if (msg.type === "init") {
+    ready = init(msg).catch((err) => {
+      self.postMessage({type: "failed", error: String((err && err.message) || err)});
+      throw err;
+    });
+    return;
+  }
+  if (msg.type === "compose") {
+    try { await ready; } catch (err) { return; }
+    try {
+      self.postMessage({type: "plan", id: msg.id, plan: composeJson(msg.query)});
+    } catch (err) {
+      self.postMessage({type: "error", id: msg.id, error: String((err && err.message) || err)});
+    }
+  }
+};
