@@ -44,7 +44,7 @@ PYODIDE_FILES = ("pyodide.js", "pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wa
 WHEEL_CACHE = ROOT / ".cache" / "wheels"
 WASM_REQUIREMENTS = ROOT / "requirements-wasm.txt"
 BROWSER_MODULES = ("__init__.py", "api.py", "argv.py", "context.py", "layers.py", "layout.py", "lookup.py",
-                   "notices.py", "plan.py", "request.py", "resolve.py", "schema.py", "shell.py", "topology.py")
+                   "notices.py", "plan.py", "request.py", "resolve.py", "schema.py", "shell.py", "topology.py", "deploy.py")
 
 
 class BuildError(Exception):

@@ -314,7 +314,10 @@ class RecipeContext:
             if deploy == "pd_cluster":
                 return f"{label} does not compose with P/D disaggregation (both use --kv-transfer-config)."
             if opt.strategies is not None and sid not in opt.strategies:
-                return f"{label} is offered only with {', '.join(self.strategy_label(s) for s in opt.strategies)}."
+                here = [self.strategy_label(s) for s in opt.strategies if s in self.strategies]
+                if here:
+                    return f"{label} is offered only with {', '.join(here)}."
+                return f"{label} needs a strategy this recipe does not offer ({', '.join(opt.strategies)})."
             support = self.recipe.kv_offload_support.get(kid)
             if support == "unsupported":
                 return f"The recipe marks {label} unsupported."

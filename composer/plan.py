@@ -6,6 +6,7 @@ capacity, notices, the canonical URL and the page's control options.
 
 from __future__ import annotations
 
+from composer import deploy as run
 from composer.argv import ArgvError, Entry, Source
 from composer.context import MAX_NODES, RecipeContext
 from composer.layers import CommandSpec, compose_layers
@@ -49,7 +50,7 @@ def _provenance(argv_entries: list[Entry], env) -> tuple[list[dict], list[dict]]
     for e in argv_entries:
         flags.append({
             "flag": "--" + e.unit.key if e.unit.value is not None or e.unit.enabled else "--no-" + e.unit.key,
-            "key": e.unit.key,
+            "name": e.unit.key,
             "value": e.unit.value,
             **e.source.to_dict(),
             "replaced": [{"value": u.value if u.value is not None else ("on" if u.enabled else "off"), **s.to_dict()}
@@ -198,7 +199,7 @@ def selection_values(sel: Selection) -> dict[str, str]:
     """Every query parameter that states ``sel`` explicitly."""
     vals = {"hardware": sel.hardware, "variant": sel.variant, "strategy": sel.strategy,
             "features": ",".join(sel.features), "advanced": ",".join(sel.advanced),
-            "kv_offload": sel.kv_offload or "off"}
+            "kv_offload": sel.kv_offload or "off", "install": sel.install}
     if sel.prefill:
         for name in POOLS:
             p = sel.pool(name)
@@ -210,7 +211,7 @@ def selection_values(sel: Selection) -> dict[str, str]:
 
 
 DROP_ORDER = ("nodes", "prefill_nodes", "decode_nodes", "strategy", "prefill_mode", "decode_mode",
-              "features", "advanced", "kv_offload", "variant", "hardware")
+              "features", "advanced", "kv_offload", "install", "variant", "hardware")
 
 
 def _resolved_selection(ctx: RecipeContext, values: dict[str, str]) -> Selection:
@@ -222,6 +223,29 @@ def _resolved_selection(ctx: RecipeContext, values: dict[str, str]) -> Selection
         if len(cache) > 4096:
             cache.clear()
         cache[key] = resolve(ctx, parse_query(values))[0]
+    return cache[key]
+
+
+def _raise_reason(notices, asked: int, got: int) -> str:
+    """Why a node count would not be kept, for a disabled option's tooltip."""
+    import re
+
+    for n in notices:
+        if n.code == "nodes-raised":
+            detail = re.sub(r"^.*?nodes raised from \d+ to \d+: ", "", n.message, flags=re.I)
+            return f"Becomes {got}: {detail}"
+    return f"{asked} node(s) cannot run this deployment; it needs {got}."
+
+
+def _resolved_with_notices(ctx: RecipeContext, values: dict[str, str]):
+    """``resolve`` of a parameter dict with its notices, cached on the context."""
+    cache = ctx.__dict__.setdefault("_resolve_cache", {})
+    key = tuple(sorted(values.items()))
+    if key not in cache:
+        if len(cache) > 4096:
+            cache.clear()
+        sel, notices = resolve(ctx, parse_query(values))
+        cache[key] = (sel, notices.items())
     return cache[key]
 
 
@@ -274,18 +298,24 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
                                     for s in ctx.strategies)
     opts["nodes"] = []
     for k in range(1, MAX_NODES + 1):
+        keep = deploy == "multi_node" and k > 1
+        query = base.with_values(nodes=k, strategy=sel.strategy if keep else None, **pd_keys)
         reason = None
-        if k == 1 and not single_ok:
+        if deploy == "pd_cluster":
+            reason = "P/D disaggregation sizes its prefill and decode pools below."
+        elif k == 1 and not single_ok:
             reason = "No single-node strategy is offered here."
-        elif k == 1 and weights and weights > hwp.vram_gb * util:
-            reason = f"One {hwp.display_name} node ({hwp.vram_gb:g} GB × {util:g}) cannot hold {weights:g} GB of weights."
         elif k > 1 and not multi_ok:
             reason = f"No multi-node strategy is offered on {hwp.display_name}."
-        keep = deploy == "multi_node" and k > 1
+        else:
+            got, why = _resolved_with_notices(ctx, dict(query.values))
+            if got.nodes != k:
+                reason = _raise_reason(why, k, got.nodes)
+            elif any(n.level == "error" for n in why):
+                reason = next(n.message for n in why if n.level == "error")
         opts["nodes"].append({
             "id": str(k), "label": str(k), "selected": deploy != "pd_cluster" and k == sel.nodes,
-            "disabled": reason is not None, "reason": reason,
-            "query": base.with_values(nodes=k, strategy=sel.strategy if keep else None, **pd_keys).query(),
+            "disabled": reason is not None, "reason": reason, "query": query.query(),
         })
 
     opts["strategy"] = []
@@ -313,10 +343,16 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
                 "id": m, "label": m.upper(), "selected": m == pool.mode, "disabled": False, "reason": None,
                 "query": base.with_values(**{f"{name}_mode": m, f"{name}_nodes": None}).query(),
             } for m in modes]
-            opts[f"{name}_nodes"] = [{
-                "id": str(k), "label": str(k), "selected": k == pool.nodes, "disabled": False, "reason": None,
-                "query": base.with_values(**{f"{name}_nodes": k}).query(),
-            } for k in range(1, MAX_NODES + 1)]
+            opts[f"{name}_nodes"] = []
+            for k in range(1, MAX_NODES + 1):
+                query = base.with_values(**{f"{name}_nodes": k})
+                got, why = _resolved_with_notices(ctx, dict(query.values))
+                got_k = got.pool(name).nodes if got.pool(name) else k
+                reason = _raise_reason(why, k, got_k) if got_k != k else None
+                opts[f"{name}_nodes"].append({
+                    "id": str(k), "label": str(k), "selected": k == pool.nodes, "disabled": reason is not None,
+                    "reason": reason, "query": query.query(),
+                })
 
     opts["features"] = []
     for f, spec in ctx.recipe.features.items():
@@ -349,6 +385,15 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
             "id": kid, "label": ctx.kv_label(kid), "description": desc, "selected": kid == sel.kv_offload,
             "disabled": reason is not None, "reason": reason, "query": base.with_values(kv_offload=kid).query(),
         })
+    image = run.docker_image(ctx, sel.hardware, sel.variant)
+    opts["install"] = [
+        {"id": "pip", "label": "pip", "description": "Install vLLM with pip (uv) on each node and run the commands there.",
+         "selected": sel.install == "pip", "disabled": False, "reason": None, "query": base.with_values(install="pip").query()},
+        {"id": "docker", "label": "Docker", "description": f"Run each command in the {image} container." if image else "",
+         "selected": sel.install == "docker", "disabled": image is None,
+         "reason": None if image else f"No vLLM container image is known for {hwp.brand} hardware.",
+         "query": base.with_values(install="docker").query()},
+    ]
     for items in opts.values():
         for item in items:
             item.setdefault("description", "")
@@ -415,12 +460,26 @@ def build_plan(ctx: RecipeContext, query, options: bool = True) -> dict:
         if not c["fits"] and not has_cap_error:
             notices.add("error", "capacity", c["message"].replace(" on ", " do not fit on ", 1))
     kv_memory_notice(ctx, sel, commands, notices)
+    summary_text = summary(ctx, sel, commands)
+    comps = run.companions(ctx, sel)
+    multi_host = len([c for c in commands if c["role"] != "router"]) > 1
+    for c in commands:
+        c["pip_text"] = c["text"]
+        d = run.docker_argv(ctx, sel, c, multi_host)
+        c["docker_argv"] = d
+        c["docker_text"] = run.docker_text(d) if d else None
+        if sel.install == "docker" and d:
+            c["text"] = c["docker_text"]
+        c["script"] = run.script(summary_text, c, c["text"])
     canon = canonical_request(ctx, sel)
     status = "error" if notices.has_error() else "ok"
     return {
         "recipe": {"id": ctx.recipe_id, "title": ctx.recipe.meta.title, "model_id": ctx.model_id(sel.variant)},
         "selection": sel.to_dict(),
-        "summary": summary(ctx, sel, commands),
+        "summary": summary_text,
+        "install": run.install(ctx, sel, comps),
+        "companions": comps,
+        "client": run.client_checks(ctx, sel, commands),
         "status": status,
         "commands": commands if status == "ok" else [],
         "blocked_commands": commands if status == "error" else [],

@@ -3,7 +3,8 @@
 Parameter names and value ids follow the public recipes site (§12 of
 upstream-recipe-semantics.md) so shared links keep working: ``hardware``,
 ``variant``, ``nodes``, ``strategy``, ``features``, ``advanced``, ``kv_offload``,
-``prefill_nodes``, ``decode_nodes``, ``prefill_mode``, ``decode_mode``.
+``prefill_nodes``, ``decode_nodes``, ``prefill_mode``, ``decode_mode``; plus ours:
+``install`` (``pip`` or ``docker``: how the commands are shown) and ``v``.
 
 A request holds only what the query *asked for*; nothing here checks the values
 against a recipe (that is ``composer.resolve``). A hostile query cannot raise:
@@ -34,6 +35,7 @@ PARAMS = (
     "features",
     "advanced",
     "kv_offload",
+    "install",
 )
 LIST_PARAMS = ("features", "advanced")
 INT_PARAMS = ("nodes", "prefill_nodes", "decode_nodes")

@@ -16,7 +16,7 @@ from composer.context import MAX_NODES, MULTI_NODE_SIBLING, RecipeContext
 from composer.layers import compose_layers
 from composer.layout import DEFAULT_GPU_UTIL, Layout, capacity, layout_problem, make_layout, strategy_mode
 from composer.notices import Notices
-from composer.request import Request, _short
+from composer.request import SCHEMA_VERSION, Request, _short
 
 POOLS = ("prefill", "decode")
 POOL_MODES = ("tp", "tep", "dep")
@@ -41,6 +41,7 @@ class Selection:
     kv_offload: str  # "" = off
     prefill: Pool | None = None
     decode: Pool | None = None
+    install: str = "pip"  # pip | docker: how commands are shown
 
     def pool(self, name: str) -> Pool | None:
         return getattr(self, name)
@@ -49,7 +50,7 @@ class Selection:
         d = {
             "hardware": self.hardware, "variant": self.variant, "strategy": self.strategy,
             "nodes": self.nodes, "features": list(self.features), "advanced": list(self.advanced),
-            "kv_offload": self.kv_offload or "off",
+            "kv_offload": self.kv_offload or "off", "install": self.install,
         }
         for p in POOLS:
             pool = self.pool(p)
@@ -126,6 +127,9 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
     for p in req.problems:
         n.add("warning", "query-ignored", p)
     r = ctx.recipe
+    version = req.get("v")
+    if version is not None and version != SCHEMA_VERSION:
+        n.add("warning", "query-version", f"This link was written for query version {_short(version)}; it was read as version {SCHEMA_VERSION}.")
 
     # variant
     variant = req.get("variant") or "default"
@@ -167,6 +171,13 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
             sid = None
     if sid is None:
         sid = recommend(ctx, hw, variant, want_nodes, supported)
+        default = r.default_strategy
+        if (sid and want_nodes is None and default in supported and sid != default
+                and ctx.strategy(default).deploy_type == "single_node" and ctx.strategy(sid).deploy_type == "multi_node"):
+            weights = ctx.weights_gb(variant)
+            n.add("info", "strategy-auto",
+                  f"One {ctx.hw(hw).display_name} node ({ctx.hw(hw).vram_gb:g} GB) cannot hold {weights:g} GB of weights, "
+                  f"so {ctx.strategy_label(sid)} is shown instead of the recipe's default {ctx.strategy_label(default)}.")
         if sid is None:
             n.add("error", "no-strategy", f"This recipe offers no strategy that runs on {ctx.hw(hw).display_name}.")
             sid = offered[0] if offered else "single_node_tp"
@@ -177,9 +188,13 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         feats = ctx.default_features(hw, variant)
     else:
         unknown = [f for f in feats if f not in r.features]
-        if unknown:
+        known = tuple(f for f in feats if f in r.features)
+        if unknown and not known:
+            n.add("warning", "invalid-feature", f"Unknown feature(s) {', '.join(_short(f) for f in unknown)}: the recipe's default features are shown.")
+            known = ctx.default_features(hw, variant)
+        elif unknown:
             n.add("warning", "invalid-feature", f"Unknown feature(s) {', '.join(_short(f) for f in unknown)} ignored.")
-        feats = tuple(f for f in feats if f in r.features)
+        feats = known
         # Mutually exclusive features: the one listed last (the latest toggle) wins.
         kept: list[str] = []
         for f in reversed(feats):
@@ -193,6 +208,8 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
             why = ctx.feature_block_reason(f, sid)
             if why:
                 n.add("warning", "feature-unavailable", f"{feature_label(ctx, f)}: {why} It is not emitted.")
+    # Recipe order, whatever the order of the query: one selection, one URL, one argv.
+    feats = tuple(f for f in r.features if f in feats)
     adv = req.get_list("advanced") or ()
     visible = {k.id for k in ctx.advanced_knobs(sid)}
     bad = [a for a in adv if a not in visible]
@@ -215,7 +232,19 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
             n.add("warning", "kv-offload-unavailable", f"{why} KV offload is off.")
             kv = ""
 
-    sel = Selection(hw, variant, sid, 1, tuple(feats), adv, kv)
+    install = default_install(ctx)
+    want_install = req.get("install")
+    if want_install is not None:
+        if want_install not in ("pip", "docker"):
+            n.add("warning", "invalid-install", f"install={_short(want_install)} is not pip or docker; {install} is shown.")
+        else:
+            install = want_install
+    if install == "docker":
+        from composer.deploy import docker_image
+        if docker_image(ctx, hw, variant) is None:
+            n.add("warning", "install-unavailable", f"No vLLM container image is known for {ctx.hw(hw).brand} hardware; pip commands are shown.")
+            install = "pip"
+    sel = Selection(hw, variant, sid, 1, tuple(feats), adv, kv, install=install)
     deploy = ctx.strategy(sid).deploy_type
     if deploy == "pd_cluster":
         return resolve_pd(ctx, sel, req, n)
@@ -239,7 +268,7 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         floor_msg = f"{ctx.strategy_label(sid)} needs at least {floor} nodes ({max(ctx.floor_gpus(sid, hw), 2 * ctx.hw(hw).gpu_count) if floor == 2 else ctx.floor_gpus(sid, hw)} GPUs)."
         why = raise_reasons(ctx, sel, want_nodes, floor, nodes, floor_msg, lambda k: layout_for(ctx, sel, k), util)
         n.add("warning", "nodes-raised", f"Nodes raised from {want_nodes} to {nodes}: {why}")
-    return Selection(hw, variant, sid, nodes, sel.features, adv, kv), n
+    return Selection(hw, variant, sid, nodes, sel.features, adv, kv, install=sel.install), n
 
 
 def raise_reasons(ctx: RecipeContext, sel: Selection, want: int, floor: int, got: int, floor_msg: str, make, util: float) -> str:
@@ -251,6 +280,17 @@ def raise_reasons(ctx: RecipeContext, sel: Selection, want: int, floor: int, got
         if why:
             reasons.append(f"{k} nodes: {why}")
     return " ".join(reasons)
+
+
+def default_install(ctx: RecipeContext) -> str:
+    """``docker`` when the recipe's ``model.install`` lists docker before pip or
+    disables pip (semantics §2.1), else ``pip``."""
+    inst = (ctx.recipe.model.model_extra or {}).get("install")
+    if isinstance(inst, dict):
+        keys = [k for k in inst if k in ("pip", "docker")]
+        if inst.get("pip") is False or (keys and keys[0] == "docker" and inst.get("docker") is not False):
+            return "docker"
+    return "pip"
 
 
 def recommend(ctx: RecipeContext, hw: str, variant: str, want_nodes: int | None, supported: list[str]) -> str | None:

@@ -61,6 +61,7 @@
     parts.push(groupHtml("features", "Features", o.features, "checkbox"));
     parts.push(groupHtml("advanced", "Advanced", o.advanced, "checkbox"));
     parts.push(groupHtml("kv_offload", "KV offload", o.kv_offload, "radio"));
+    parts.push(groupHtml("install", "Run with", o.install, "radio"));
     const form = document.getElementById("controls");
     const focused = document.activeElement && form.contains(document.activeElement) ? document.activeElement : null;
     const focusKey = focused ? [focused.name, focused.value] : null;
@@ -92,14 +93,29 @@
       `<li class="${c.fits ? "fits" : "nofit"}">${esc(c.message)}</li>`).join("");
     const cmds = p.commands.length ? p.commands : p.blocked_commands;
     const blocked = p.commands.length ? "" : " blocked";
+    const fileName = (label) => label.toLowerCase().replace(/ /g, "-").replace(/\//g, "-of-").replace(/[()]/g, "") + ".sh";
     const tabs = cmds.map((c, i) => `<button type="button" role="tab" id="tab-${i}" aria-controls="panel-${i}" ` +
-      `aria-selected="${i === 0}" tabindex="${i === 0 ? 0 : -1}">${esc(c.label)}</button>`).join("");
+      `aria-selected="${i === 0}" tabindex="${i === 0 ? 0 : -1}">${esc(c.label)}</button>`).join("") +
+      p.companions.map((c, i) => `<button type="button" role="tab" id="tab-c${i}" aria-controls="panel-c${i}" ` +
+      `aria-selected="false" tabindex="-1">${esc(c.label)}</button>`).join("");
     const panels = cmds.map((c, i) => `<div class="panel" role="tabpanel" id="panel-${i}" aria-labelledby="tab-${i}" ` +
-      `data-role="${esc(c.role)}" data-rank="${esc(c.node_rank)}"${i === 0 ? "" : " hidden"}>` +
-      `<button type="button" class="copy">Copy</button>` +
-      `<pre class="cmd${blocked}" data-argv="${esc(JSON.stringify(c.argv))}"><code>${esc(c.text)}</code></pre>${explainHtml(c)}</div>`).join("");
+      `data-role="${esc(c.role)}" data-rank="${esc(c.node_rank)}" data-index="${i}"${i === 0 ? "" : " hidden"}>` +
+      `<div class="actions"><button type="button" class="copy">Copy</button>` +
+      (c.script ? `<button type="button" class="download" data-name="${esc(fileName(c.label))}">Download script</button>` : "") + `</div>` +
+      `<pre class="cmd${blocked}" data-argv="${esc(JSON.stringify(c.argv))}"><code>${esc(c.text)}</code></pre>${explainHtml(c)}</div>`).join("") +
+      p.companions.map((c, i) => `<div class="panel" role="tabpanel" id="panel-c${i}" aria-labelledby="tab-c${i}" data-role="companion" hidden>` +
+      `<p class="note">${esc(c.description)}</p><div class="actions"><button type="button" class="copy">Copy</button></div>` +
+      `<pre class="companion"><code>${esc(c.command)}</code></pre></div>`).join("");
     document.getElementById("commands").innerHTML =
-      `<div class="tabs" role="tablist" aria-label="Commands per node">${tabs}</div>${panels}`;
+      `<div class="tabs" role="tablist" aria-label="Commands per node and role">${tabs}</div>${panels}`;
+    const snippet = (text) => `<div class="snippet"><button type="button" class="copy">Copy</button><pre><code>${esc(text)}</code></pre></div>`;
+    const inst = p.install;
+    let extras = "<h2>Install</h2>";
+    if (p.selection.install === "docker" && inst.docker) extras += snippet(inst.docker);
+    else if (inst.pip) extras += snippet(inst.pip);
+    extras += inst.extras.map(snippet).join("") + inst.notes.map((n) => `<p class="note">${esc(n)}</p>`).join("");
+    extras += "<h2>Check the endpoint</h2>" + snippet(p.client.curl) + snippet(p.client.bench);
+    document.getElementById("extras").innerHTML = extras;
   }
 
   function render(p) {
@@ -149,13 +165,13 @@
   });
   window.addEventListener("popstate", () => apply(location.search, false));
 
-  // Tabs: click and arrow keys (WAI-ARIA tabs pattern); copy buttons.
-  document.getElementById("commands").addEventListener("click", async (ev) => {
+  // Tabs: click and arrow keys (WAI-ARIA tabs pattern); copy and download buttons.
+  document.getElementById("output").addEventListener("click", async (ev) => {
     const tab = ev.target.closest('[role="tab"]');
     if (tab) return selectTab(tab);
     const copy = ev.target.closest("button.copy");
     if (copy) {
-      const text = copy.parentElement.querySelector("pre code").textContent;
+      const text = copy.closest(".panel, .snippet").querySelector("pre code").textContent;
       try {
         await navigator.clipboard.writeText(text);
         copy.textContent = "Copied";
@@ -163,6 +179,20 @@
         copy.textContent = "Copy failed: select the text";
       }
       setTimeout(() => { copy.textContent = "Copy"; }, 1500);
+      return;
+    }
+    const dl = ev.target.closest("button.download");
+    if (dl) {
+      const cmds = plan.commands.length ? plan.commands : plan.blocked_commands;
+      const cmd = cmds[Number(dl.closest(".panel").dataset.index)];
+      const url = URL.createObjectURL(new Blob([cmd.script], {type: "text/x-shellscript"}));
+      const a = document.createElement("a");
+      a.href = url;
+      a.download = dl.dataset.name;
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 1000);
     }
   });
   document.getElementById("commands").addEventListener("keydown", (ev) => {

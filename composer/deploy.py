@@ -1,0 +1,201 @@
+"""How to run a plan: install lines, the docker form of each command, companion
+processes, a per-node shell script and client checks (curl, ``vllm bench serve``).
+
+Sources: semantics §10 (images, GPU flags, pip commands) with its weaknesses
+fixed: multi-node and P/D containers use host networking (W23), single-node
+containers publish the port the command really serves (W23), unknown brands get
+no NVIDIA image (W38), and the image honours variant ``nightly_required`` (W39).
+"""
+
+from __future__ import annotations
+
+from composer.context import RecipeContext
+from composer.shell import PLACEHOLDER_RE, command_text, env_text, quote
+
+DEFAULT_IMAGES = {
+    "nvidia": ("vllm/vllm-openai:latest", "vllm/vllm-openai:nightly"),
+    "amd": ("vllm/vllm-openai-rocm:latest", "vllm/vllm-openai-rocm:nightly"),
+    "tpu": ("vllm/vllm-tpu:latest", "vllm/vllm-tpu:nightly"),
+    "intel": ("vllm/vllm-openai-cpu:latest-x86_64", None),
+}
+GPU_FLAGS = {
+    "nvidia": ["--gpus", "all"],
+    "amd": ["--device=/dev/kfd", "--device=/dev/dri", "--security-opt", "seccomp=unconfined", "--group-add", "video"],
+    "tpu": ["--privileged"],
+    "intel": [],
+}
+HF_CACHE = ["-v", "$HOME/.cache/huggingface:/root/.cache/huggingface"]
+
+
+def brand_key(ctx: RecipeContext, hw_id: str) -> str | None:
+    """``nvidia`` | ``amd`` | ``tpu`` | ``intel``, or None for a brand with no known image."""
+    hw = ctx.hw(hw_id)
+    if hw.gen == "tpu":
+        return "tpu"
+    if hw.gen in ("cpu", "xpu") or hw.brand == "Intel":
+        return "intel"
+    return {"NVIDIA": "nvidia", "AMD": "amd"}.get(hw.brand)
+
+
+def _nightly(ctx: RecipeContext, variant_id: str) -> bool:
+    extra = ctx.recipe.model.model_extra or {}
+    vextra = ctx.variant(variant_id).model_extra or {}
+    return bool(extra.get("nightly_required") or vextra.get("nightly_required"))
+
+
+def docker_image(ctx: RecipeContext, hw_id: str, variant_id: str) -> str | None:
+    """The container image: variant exact-hardware image, variant image, model
+    image (string = NVIDIA pin; brand map; CUDA map → cu130), else the brand default."""
+    brand = brand_key(ctx, hw_id)
+    if brand is None:
+        return None
+    variant = ctx.variant(variant_id)
+    candidates = []
+    hw_block = variant.hardware_overrides.get(hw_id)
+    if hw_block is not None and isinstance(hw_block.docker_image, str):
+        candidates.append(hw_block.docker_image)
+    for raw in ((variant.model_extra or {}).get("docker_image"), (ctx.recipe.model.model_extra or {}).get("docker_image")):
+        picked = _pick_image(raw, brand)
+        if picked:
+            candidates.append(picked)
+    if candidates:
+        return candidates[0]
+    stable, nightly = DEFAULT_IMAGES[brand]
+    return (nightly or stable) if _nightly(ctx, variant_id) else stable
+
+
+def _pick_image(raw, brand: str) -> str | None:
+    if isinstance(raw, str):
+        return raw if brand == "nvidia" else None
+    if isinstance(raw, dict):
+        if any(k.startswith("cu") for k in raw):  # bare CUDA map
+            return (raw.get("cu130") or next(iter(raw.values()))) if brand == "nvidia" else None
+        value = raw.get(brand)
+        if isinstance(value, dict):
+            return value.get("cu130") or next(iter(value.values()), None)
+        return value if isinstance(value, str) else None
+    return None
+
+
+def install(ctx: RecipeContext, sel, companions: list[dict]) -> dict:
+    """Install lines: ``pip`` (a shell snippet or None), ``docker`` (``docker pull``
+    or None), ``notes`` and ``extras`` (connector and router packages)."""
+    brand = brand_key(ctx, sel.hardware)
+    minver = ctx.recipe.model.min_vllm_version
+    spec = f"'vllm>={minver}'" if minver else "vllm"
+    inst = (ctx.recipe.model.model_extra or {}).get("install") or {}
+    pip = None
+    if brand == "nvidia":
+        pip = (f"uv pip install -U --pre {spec} --extra-index-url https://wheels.vllm.ai/nightly --torch-backend auto"
+               if _nightly(ctx, sel.variant) else f"uv pip install -U {spec} --torch-backend auto")
+    elif brand == "amd":
+        pip = f"uv pip install {spec} --extra-index-url https://wheels.vllm.ai/rocm"
+    if isinstance(inst, dict) and isinstance(inst.get("pip"), dict) and inst["pip"].get("command"):
+        pip = str(inst["pip"]["command"]).strip()
+    if isinstance(inst, dict) and inst.get("pip") is False:
+        pip = None
+    if pip and not pip.startswith("uv venv"):
+        pip = "uv venv --python 3.12 && source .venv/bin/activate\n" + pip
+    image = docker_image(ctx, sel.hardware, sel.variant)
+    notes = [str(v["note"]) for k, v in (inst.items() if isinstance(inst, dict) else []) if isinstance(v, dict) and v.get("note")]
+    extras = [c["install"] for c in companions if c.get("install")]
+    kv = ctx.catalog.taxonomy.kv_offload.get(sel.kv_offload) if sel.kv_offload else None
+    if kv is not None and kv.install:
+        extras.append(kv.install)
+    return {"pip": pip, "docker": f"docker pull {image}" if image else None, "image": image,
+            "notes": notes, "extras": list(dict.fromkeys(extras)),
+            "docker_reason": None if image else f"No vLLM container image is known for {ctx.hw(sel.hardware).brand} hardware."}
+
+
+def docker_argv(ctx: RecipeContext, sel, cmd: dict, multi_host: bool) -> list[str] | None:
+    """``docker run …`` for one serve command; None when no image is known."""
+    image = docker_image(ctx, sel.hardware, sel.variant)
+    brand = brand_key(ctx, sel.hardware)
+    if image is None or cmd["argv"][:2] != ["vllm", "serve"]:
+        return None
+    argv = ["docker", "run", "--rm"] + GPU_FLAGS[brand] + ["--ipc=host"]
+    if multi_host:
+        argv += ["--network", "host"]
+    else:
+        port = _flag(cmd["argv"], "--port") or "8000"
+        argv += ["-p", f"{port}:{port}"]
+    argv += HF_CACHE
+    for k, v in cmd["env"].items():
+        argv += ["-e", f"{k}={v}"]
+    return argv + [image] + cmd["argv"][2:]
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    for i, tok in enumerate(argv[:-1]):
+        if tok == name:
+            return argv[i + 1]
+    return None
+
+
+def docker_text(argv: list[str]) -> str:
+    """The docker command, one option per line like the serve command."""
+    head_len = argv.index("--ipc=host") + 1
+    lines = [" ".join(quote(a) for a in argv[:head_len])]
+    i = head_len
+    rest = argv[i:]
+    image_at = next(j for j, t in enumerate(rest) if not t.startswith("-") and (j == 0 or rest[j - 1] not in ("-p", "-v", "-e", "--network")))
+    j = 0
+    while j < image_at:
+        if rest[j] in ("-p", "-v", "-e", "--network"):
+            lines.append("  " + " ".join(quote(t) for t in rest[j:j + 2]))
+            j += 2
+        else:
+            lines.append("  " + quote(rest[j]))
+            j += 1
+    serve = rest[image_at:]
+    lines.append("  " + " ".join(quote(t) for t in serve[:2]))
+    body = command_text(["x", "y", "z"] + serve[2:]).split(" \\\n")[1:]
+    return " \\\n".join(lines + body)
+
+
+def companions(ctx: RecipeContext, sel) -> list[dict]:
+    """Processes to run beside vLLM: the KV option's companion (LMCache server) and
+    companions of enabled features. ``{label, description, command, install}``."""
+    out = []
+    kv = ctx.catalog.taxonomy.kv_offload.get(sel.kv_offload) if sel.kv_offload else None
+    if kv is not None and kv.companion and kv.companion.command:
+        out.append({"label": kv.companion.label or f"{kv.label} server", "description": kv.companion.description,
+                    "command": kv.companion.command.strip(), "install": kv.install})
+    for fid in sel.features:
+        f = ctx.recipe.features.get(fid)
+        if f and f.companion and f.companion.command and not ctx.feature_block_reason(fid, sel.strategy):
+            out.append({"label": f.companion.label or fid, "description": f.companion.description,
+                        "command": f.companion.command.strip(), "install": None})
+    return out
+
+
+def script(plan_summary: str, cmd: dict, text: str) -> str:
+    """A runnable shell script for one node: checks that every placeholder is set,
+    then exports the env and runs the command."""
+    names = sorted(set(m.group(0)[1:] for m in PLACEHOLDER_RE.finditer(text)) - {"HOME"})
+    lines = ["#!/usr/bin/env bash", f"# {plan_summary}", f"# {cmd['label']} ({cmd['role']})", "set -euo pipefail", ""]
+    for name in names:
+        lines.append(f': "${{{name}:?set {name} first (see the configurator page)}}"')
+    if names:
+        lines.append("")
+    lines.append(text)
+    return "\n".join(lines) + "\n"
+
+
+def client_checks(ctx: RecipeContext, sel, commands: list[dict]) -> dict:
+    """A curl request and a ``vllm bench serve`` line against the endpoint the
+    deployment serves (router for P/D, head node for multi-node)."""
+    model = ctx.model_id(sel.variant)
+    router = next((c for c in commands if c["role"] == "router"), None)
+    if router is not None:
+        host, port = "$ROUTER_HOST", _flag(router["argv"], "--port") or "30000"
+    else:
+        first = commands[0] if commands else {"argv": []}
+        host = "$HEAD_IP" if first.get("role") == "head" else "localhost"
+        port = _flag(first["argv"], "--port") or "8000"
+    body = ('{"model": "' + model + '", "messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}')
+    curl = ["curl", f"http://{host}:{port}/v1/chat/completions", "-H", "Content-Type: application/json", "-d", body]
+    bench = ["vllm", "bench", "serve", "--model", model, "--host", host, "--port", port, "--dataset-name", "random",
+             "--random-input-len", "1024", "--random-output-len", "1024", "--num-prompts", "100", "--max-concurrency", "32"]
+    return {"curl": " ".join(quote(t) for t in curl), "bench": " ".join(quote(t) for t in bench),
+            "curl_argv": curl, "bench_argv": bench}
