@@ -13,7 +13,7 @@ from composer.api import compose
 from composer.request import MAX_QUERY_LEN, parse_query
 
 DEFAULT = {"hardware": "b300", "variant": "default", "strategy": "single_node_tp", "nodes": 1,
-           "features": ["tool_calling", "reasoning"], "advanced": [], "kv_offload": "off"}
+           "features": ["tool_calling", "reasoning"], "advanced": [], "kv_offload": "off", "install": "pip"}
 
 BIG = "hardware=h200&junk=" + "a" * 20_000
 
