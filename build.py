@@ -43,8 +43,9 @@ PYODIDE_DIR = ROOT / "node_modules" / "pyodide"
 PYODIDE_FILES = ("pyodide.js", "pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 WHEEL_CACHE = ROOT / ".cache" / "wheels"
 WASM_REQUIREMENTS = ROOT / "requirements-wasm.txt"
-BROWSER_MODULES = ("__init__.py", "api.py", "argv.py", "context.py", "layers.py", "layout.py", "lookup.py",
-                   "notices.py", "plan.py", "request.py", "resolve.py", "schema.py", "shell.py", "topology.py", "deploy.py")
+# Everything of the composer ships to the browser except the modules that read
+# files or parse the command line (they need PyYAML or a terminal).
+NOT_IN_BROWSER = {"cli.py", "loader.py", "__main__.py"}
 
 
 class BuildError(Exception):
@@ -141,8 +142,9 @@ def fetch_wheels() -> list[Path]:
 def composer_zip(dest: Path) -> str:
     """Zip the browser part of the composer package; returns its sha256 (cache key)."""
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name in BROWSER_MODULES:
-            zf.write(ROOT / "composer" / name, f"composer/{name}")
+        for path in sorted((ROOT / "composer").glob("*.py")):
+            if path.name not in NOT_IN_BROWSER:
+                zf.write(path, f"composer/{path.name}")
     return hashlib.sha256(dest.read_bytes()).hexdigest()[:16]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from composer import deploy as run
 from composer.argv import ArgvError, Entry, Source
 from composer.context import MAX_NODES, RecipeContext
+from composer.help import GROUPS, flag_help
 from composer.layers import CommandSpec, compose_layers
 from composer.layout import capacity
 from composer.notices import Notices
@@ -51,6 +52,7 @@ def _provenance(argv_entries: list[Entry], env) -> tuple[list[dict], list[dict]]
         flags.append({
             "flag": "--" + e.unit.key if e.unit.value is not None or e.unit.enabled else "--no-" + e.unit.key,
             "name": e.unit.key,
+            "help": flag_help(e.unit.key),
             "value": e.unit.value,
             **e.source.to_dict(),
             "replaced": [{"value": u.value if u.value is not None else ("on" if u.enabled else "off"), **s.to_dict()}
@@ -397,7 +399,62 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
     for items in opts.values():
         for item in items:
             item.setdefault("description", "")
+    _mark_defaults_and_effects(ctx, sel, opts)
     return opts
+
+
+def _dim_values(sel: Selection) -> dict[str, set[str]]:
+    vals = {"hardware": {sel.hardware}, "variant": {sel.variant}, "strategy": {sel.strategy},
+            "nodes": set() if sel.prefill else {str(sel.nodes)}, "features": set(sel.features),
+            "advanced": set(sel.advanced), "kv_offload": {sel.kv_offload or "off"}, "install": {sel.install}}
+    for name in POOLS:
+        pool = sel.pool(name)
+        vals[f"{name}_mode"] = {pool.mode} if pool else set()
+        vals[f"{name}_nodes"] = {str(pool.nodes)} if pool else set()
+    return vals
+
+
+EFFECT_DIMS = ("hardware", "variant", "nodes", "strategy", "prefill_mode", "prefill_nodes", "decode_mode",
+               "decode_nodes", "features", "kv_offload")
+
+
+def _mark_defaults_and_effects(ctx: RecipeContext, sel: Selection, opts: dict) -> None:
+    """``default`` marks the option(s) the recipe default selects, ``changed`` an
+    option whose state differs from it; ``effects`` says, before the click, what
+    else a click would switch (e.g. "also: strategy → Multi-node TP, nodes → 2")."""
+    default = _dim_values(_resolved_selection(ctx, {}))
+    current = _dim_values(sel)
+    for dim, items in opts.items():
+        for item in items:
+            item["default"] = item["id"] in default.get(dim, set())
+            item["changed"] = item["selected"] != item["default"]
+            item["effects"] = ""
+            if item["selected"] or item["disabled"]:
+                continue
+            got = _dim_values(_resolved_selection(ctx, dict(parse_query(item["query"]).values)))
+            changes = []
+            for d in EFFECT_DIMS:
+                if d == dim or got.get(d) == current.get(d):
+                    continue
+                if d in ("features",):
+                    on = sorted(got[d] - current[d])
+                    off = sorted(current[d] - got[d])
+                    parts = [f"+{feature_label(ctx, f)}" for f in on] + [f"−{feature_label(ctx, f)}" for f in off]
+                    changes.append(f"features {' '.join(parts)}")
+                elif got.get(d):
+                    value = next(iter(got[d]))
+                    label = ctx.strategy_label(value) if d == "strategy" else (
+                        ctx.hw(value).display_name if d == "hardware" else value)
+                    changes.append(f"{d.replace('_', ' ')} → {label}")
+                elif d != "nodes":
+                    changes.append(f"{d.replace('_', ' ')} no longer applies")
+            if changes:
+                item["effects"] = "Also changes " + "; ".join(changes) + "."
+
+
+def groups() -> dict:
+    """Legend and one-line help of every control group."""
+    return {dim: {"legend": legend, "help": text} for dim, (legend, text) in GROUPS.items()}
 
 
 def summary(ctx: RecipeContext, sel: Selection, commands: list[dict]) -> str:
@@ -488,7 +545,7 @@ def build_plan(ctx: RecipeContext, query, options: bool = True) -> dict:
         "verified": ctx.is_verified(sel.hardware),
         "url": ("?" + canon.query()) if canon.values else "",
         "query": canon.query(),
-        **({"options": build_options(ctx, sel, canon)} if options else {}),
+        **({"options": build_options(ctx, sel, canon), "groups": groups()} if options else {}),
     }
 
 

@@ -77,3 +77,19 @@ def test_default_build_has_pages_runtime_and_prerendered_command(tmp_path):
 def test_corpus_builds(tmp_path):
     summary = build.build(CORPUS, tmp_path / "corpus")
     assert summary["recipes"] >= 150
+
+
+def test_browser_zip_is_self_contained(tmp_path):
+    # The composer zip shipped to Pyodide must import on its own (no file
+    # reading modules, nothing missing): import it from the zip alone.
+    import subprocess
+    import sys
+
+    zip_path = tmp_path / "composer.zip"
+    build.composer_zip(zip_path)
+    code = ("import sys, composer.api, composer.plan; "
+            "assert composer.api.__file__.startswith(sys.argv[1]), composer.api.__file__; "
+            "assert 'yaml' not in sys.modules")
+    res = subprocess.run([sys.executable, "-c", code, str(zip_path)], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(zip_path), "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, res.stderr

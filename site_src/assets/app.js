@@ -19,20 +19,20 @@
 
   // ----- rendering (same structure as _macros.html) -----------------------
   function optionHtml(dim, o, kind) {
-    const cls = "opt" + (o.selected ? " sel" : "") + (o.disabled ? " dis" : "");
-    const title = o.reason || o.description;
+    const cls = "opt" + (o.selected ? " sel" : "") + (o.disabled ? " dis" : "") + (o.changed ? " changed" : "");
+    const tip = o.reason || (o.description + " " + o.effects).trim();
     let meta = "";
     if (dim === "hardware") {
       meta = `<span class="opt-meta">${esc(o.gpus)}× · ${esc(o.gb_per_node)} GB</span>` +
         (o.verified ? `<span class="verified" title="Verified by the recipe">✓</span>` : "");
     }
-    return `<label class="${cls}"${title ? ` title="${esc(title)}"` : ""}>` +
+    return `<label class="${cls}"${tip ? ` title="${esc(tip)}"` : ""}>` +
       `<input type="${kind}" name="${esc(dim)}" value="${esc(o.id)}" data-query="${esc(o.query)}"` +
       `${o.selected ? " checked" : ""}${o.disabled ? " disabled" : ""}>` +
       `<span class="opt-label">${esc(o.label)}</span>${meta}</label>`;
   }
 
-  function groupHtml(dim, legend, options, kind) {
+  function groupHtml(dim, options, groups, kind) {
     let inner = "";
     if (dim === "hardware") {
       const brands = [...new Set(options.map((o) => o.group))];
@@ -41,31 +41,40 @@
     } else {
       inner = options.map((o) => optionHtml(dim, o, kind)).join("");
     }
-    return `<fieldset class="group" data-dim="${esc(dim)}" data-kind="${kind}"><legend>${esc(legend)}</legend>` +
-      `<div class="options">${inner}</div></fieldset>`;
+    const changed = options.some((o) => o.changed);
+    const off = options.filter((o) => o.disabled);
+    const why = off.length ? `<details class="why"><summary>Why ${off.length} unavailable</summary><ul>` +
+      off.map((o) => `<li><strong>${esc(o.label)}</strong>: ${esc(o.reason)}</li>`).join("") + "</ul></details>" : "";
+    return `<fieldset class="group${changed ? " changed" : ""}" data-dim="${esc(dim)}" data-kind="${kind}">` +
+      `<legend>${esc(groups[dim].legend)}${changed ? ` <span class="changed-mark" title="Changed from the recipe default">changed</span>` : ""}</legend>` +
+      `<p class="help">${esc(groups[dim].help)}</p><div class="options">${inner}</div>${why}</fieldset>`;
   }
 
   function renderControls(p) {
-    const o = p.options;
-    const parts = [groupHtml("hardware", "Hardware", o.hardware, "radio")];
-    if (o.variant.length > 1) parts.push(groupHtml("variant", "Variant", o.variant, "radio"));
-    parts.push(groupHtml("nodes", "Nodes", o.nodes, "radio"));
-    parts.push(groupHtml("strategy", "Strategy", o.strategy, "radio"));
+    const o = p.options, g = p.groups;
+    const parts = [groupHtml("hardware", o.hardware, g, "radio")];
+    if (o.variant.length > 1) parts.push(groupHtml("variant", o.variant, g, "radio"));
+    parts.push(groupHtml("nodes", o.nodes, g, "radio"));
+    parts.push(groupHtml("strategy", o.strategy, g, "radio"));
     for (const pool of ["prefill", "decode"]) {
       if (o[pool + "_mode"]) {
-        const cap = pool[0].toUpperCase() + pool.slice(1);
-        parts.push(groupHtml(pool + "_mode", cap + " pool mode", o[pool + "_mode"], "radio"));
-        parts.push(groupHtml(pool + "_nodes", cap + " pool nodes", o[pool + "_nodes"], "radio"));
+        parts.push(groupHtml(pool + "_mode", o[pool + "_mode"], g, "radio"));
+        parts.push(groupHtml(pool + "_nodes", o[pool + "_nodes"], g, "radio"));
       }
     }
-    parts.push(groupHtml("features", "Features", o.features, "checkbox"));
-    parts.push(groupHtml("advanced", "Advanced", o.advanced, "checkbox"));
-    parts.push(groupHtml("kv_offload", "KV offload", o.kv_offload, "radio"));
-    parts.push(groupHtml("install", "Run with", o.install, "radio"));
+    parts.push(groupHtml("features", o.features, g, "checkbox"));
+    parts.push(groupHtml("advanced", o.advanced, g, "checkbox"));
+    parts.push(groupHtml("kv_offload", o.kv_offload, g, "radio"));
+    parts.push(groupHtml("install", o.install, g, "radio"));
     const form = document.getElementById("controls");
     const focused = document.activeElement && form.contains(document.activeElement) ? document.activeElement : null;
     const focusKey = focused ? [focused.name, focused.value] : null;
+    const open = [...form.querySelectorAll("fieldset[data-dim] details.why[open]")].map((d) => d.closest("fieldset").dataset.dim);
     form.innerHTML = parts.join("");
+    for (const dim of open) {
+      const d = form.querySelector(`fieldset[data-dim="${CSS.escape(dim)}"] details.why`);
+      if (d) d.open = true;
+    }
     if (focusKey) {
       const again = form.querySelector(`input[name="${CSS.escape(focusKey[0])}"][value="${CSS.escape(focusKey[1])}"]`);
       if (again) again.focus();
@@ -75,7 +84,8 @@
   function explainHtml(c) {
     if (!c.provenance.length && !c.env_provenance.length) return "";
     const rep = (list) => list.map((r) => `<code>${esc(r.value)}</code> (${esc(r.layer)}: <code>${esc(r.key)}</code>)`).join("; ");
-    const rows = c.provenance.map((f) => `<tr data-flag="${esc(f.flag)}"><td><code>${esc(f.flag)}</code></td>` +
+    const rows = c.provenance.map((f) => `<tr data-flag="${esc(f.flag)}"><td><code>${esc(f.flag)}</code>` +
+      (f.help ? `<br><span class="flag-help">${esc(f.help)}</span>` : "") + `</td>` +
       `<td><code>${f.value === null ? "" : esc(f.value)}</code></td><td>${esc(f.layer)}: <code>${esc(f.key)}</code></td><td>${rep(f.replaced)}</td></tr>`).join("") +
       c.env_provenance.map((e) => `<tr data-env="${esc(e.name)}"><td><code>${esc(e.name)}</code></td><td><code>${esc(e.value)}</code></td>` +
       `<td>${esc(e.layer)}: <code>${esc(e.key)}</code></td><td>${rep(e.replaced)}</td></tr>`).join("");
@@ -125,6 +135,46 @@
     app.dataset.query = p.query;
   }
 
+  // ----- view parameters (embed, theme): kept in the URL, not part of the plan
+  const view = (() => {
+    const q = new URLSearchParams(location.search);
+    const v = {};
+    if (q.get("embed") === "1") v.embed = "1";
+    if (["light", "dark", "auto"].includes(q.get("theme"))) v.theme = q.get("theme");
+    return v;
+  })();
+  function withView(planUrl) {
+    const q = new URLSearchParams(planUrl.replace(/^\?/, ""));
+    for (const [k, v] of Object.entries(view)) q.set(k, v);
+    const s = q.toString().replace(/%2C/g, ",");
+    return s ? "?" + s : "";
+  }
+  function planQuery(search) {
+    const q = new URLSearchParams(search);
+    q.delete("embed");
+    q.delete("theme");
+    return q.toString();
+  }
+  if (view.embed) {
+    document.documentElement.classList.add("embed");
+    const report = () => parent.postMessage({type: "vllm-configurator:height", height: document.documentElement.scrollHeight}, "*");
+    new ResizeObserver(report).observe(document.body);
+    report();
+  }
+
+  // Share and Reset
+  document.getElementById("share").addEventListener("click", async () => {
+    const url = location.origin + location.pathname + withView(plan.url);
+    const out = document.getElementById("share-status");
+    try {
+      await navigator.clipboard.writeText(url);
+      out.textContent = "Link copied.";
+    } catch (err) {
+      out.textContent = url;
+    }
+  });
+  document.getElementById("reset").addEventListener("click", () => apply("", true));
+
   // ----- state ------------------------------------------------------------
   // Every choice is a query sent to the composer worker; only the reply to the
   // latest request is rendered, so quick clicks never show a stale plan.
@@ -152,7 +202,7 @@
     pushes.delete(id);
     if (id !== seq) return;  // a newer request is on its way
     render(next);
-    const url = location.pathname + next.url + location.hash;
+    const url = location.pathname + withView(next.url) + location.hash;
     if (push) history.pushState({q: next.query}, "", url);
     else history.replaceState({q: next.query}, "", url);
     app.dataset.busy = "false";
@@ -163,7 +213,7 @@
     const input = ev.target;
     if (input && input.dataset.query !== undefined) apply(input.dataset.query, true);
   });
-  window.addEventListener("popstate", () => apply(location.search, false));
+  window.addEventListener("popstate", () => apply(planQuery(location.search), false));
 
   // Tabs: click and arrow keys (WAI-ARIA tabs pattern); copy and download buttons.
   document.getElementById("output").addEventListener("click", async (ev) => {
@@ -219,7 +269,7 @@
 
   // ----- the composer in a Web Worker (Pyodide) ---------------------------
   function boot() {
-    if (location.search) {
+    if (planQuery(location.search)) {
       document.getElementById("output").classList.add("stale");
       setStatus("loading", "Loading the composer to show the command for this link…");
     }
@@ -232,7 +282,7 @@
       else if (msg.type === "ready") {
         composeFn = (id, query) => { app.dataset.busy = "true"; worker.postMessage({type: "compose", id, query}); };
         app.dataset.loadMs = String(msg.ms);
-        const first = pending || {query: location.search, push: false};
+        const first = pending || {query: planQuery(location.search), push: false};
         pending = null;
         document.getElementById("output").classList.remove("stale");
         setStatus("ready", "");
