@@ -112,13 +112,13 @@
       `data-role="${esc(c.role)}" data-rank="${esc(c.node_rank)}" data-index="${i}"${i === 0 ? "" : " hidden"}>` +
       `<div class="actions"><button type="button" class="copy">Copy</button>` +
       (c.script ? `<button type="button" class="download" data-name="${esc(fileName(c.label))}">Download script</button>` : "") + `</div>` +
-      `<pre class="cmd${blocked}" data-argv="${esc(JSON.stringify(c.argv))}"><code>${esc(c.text)}</code></pre>${explainHtml(c)}</div>`).join("") +
+      `<pre tabindex="0" class="cmd${blocked}" data-argv="${esc(JSON.stringify(c.argv))}"><code>${esc(c.text)}</code></pre>${explainHtml(c)}</div>`).join("") +
       p.companions.map((c, i) => `<div class="panel" role="tabpanel" id="panel-c${i}" aria-labelledby="tab-c${i}" data-role="companion" hidden>` +
       `<p class="note">${esc(c.description)}</p><div class="actions"><button type="button" class="copy">Copy</button></div>` +
-      `<pre class="companion"><code>${esc(c.command)}</code></pre></div>`).join("");
+      `<pre tabindex="0" class="companion"><code>${esc(c.command)}</code></pre></div>`).join("");
     document.getElementById("commands").innerHTML =
       `<div class="tabs" role="tablist" aria-label="Commands per node and role">${tabs}</div>${panels}`;
-    const snippet = (text) => `<div class="snippet"><button type="button" class="copy">Copy</button><pre><code>${esc(text)}</code></pre></div>`;
+    const snippet = (text) => `<div class="snippet"><button type="button" class="copy">Copy</button><pre tabindex="0"><code>${esc(text)}</code></pre></div>`;
     const inst = p.install;
     let extras = "<h2>Install</h2>";
     if (p.selection.install === "docker" && inst.docker) extras += snippet(inst.docker);

@@ -1,0 +1,162 @@
+"""Issue 5: share and restore, reset, changed markers, copy, embed, keyboard
+use, accessibility (axe-core), phone width, screenshots for the README."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.browser.conftest import ROOT, wait_ready
+from tests.browser.test_page import K3, assert_matches_cli, click, page_state, settle
+
+pytestmark = pytest.mark.browser
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+SHOTS = ROOT / "docs" / "screenshots"
+
+
+@pytest.fixture
+def context(context):
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    return context
+
+
+def test_share_reset_and_changed_markers(page, server):
+    page.goto(server + K3)
+    wait_ready(page)
+    assert page.locator("fieldset.changed").count() == 0
+    click(page, "hardware", "mi355x")
+    page.wait_for_function("location.search.includes('mi355x')")
+    click(page, "features", "spec_decoding")
+    page.wait_for_function("location.search.includes('spec_decoding')")
+    settle(page)
+    changed = page.eval_on_selector_all("fieldset.changed", "fs => fs.map(f => f.dataset.dim)")
+    assert set(changed) == {"hardware", "features"}
+    assert page.locator('fieldset[data-dim="features"] label.changed input[value="spec_decoding"]').count() == 1
+    # Share copies the canonical URL; opening it elsewhere restores the same state.
+    page.click("#share")
+    page.wait_for_function("document.getElementById('share-status').textContent.length > 0")
+    url = page.evaluate("navigator.clipboard.readText()")
+    assert url.startswith(server) and "v=1" in url and "hardware=mi355x" in url
+    state = page_state(page)
+    other = page.context.new_page()
+    other.goto(url)
+    wait_ready(other)
+    assert page_state(other) == state
+    other.close()
+    # Reset returns to the recipe default, and Back undoes the reset.
+    page.click("#reset")
+    page.wait_for_function("location.search === ''")
+    settle(page)
+    assert page_state(page)["selected"]["hardware"] == ["b300"]
+    assert page.locator("fieldset.changed").count() == 0
+    page.go_back()
+    page.wait_for_function("location.search.includes('mi355x')")
+    assert page_state(page)["argvs"] == state["argvs"]
+
+
+def test_copy_puts_exactly_the_shown_text_on_the_clipboard(page, server):
+    page.goto(f"{server}{K3}?hardware=h200")
+    wait_ready(page)
+    tabs = page.locator('#commands [role="tab"]')
+    assert tabs.count() == 2
+    tabs.nth(1).click()
+    panel = page.locator("#panel-1")
+    assert panel.is_visible() and not page.locator("#panel-0").is_visible()
+    panel.locator("button.copy").click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied == panel.locator("pre code").text_content()
+    assert "--headless" in copied and copied.startswith("export ")
+    # Download gives the same command as a script that checks its placeholders.
+    with page.expect_download() as info:
+        panel.locator("button.download").click()
+    text = Path(info.value.path()).read_text()
+    assert text.startswith("#!/usr/bin/env bash") and ': "${HEAD_IP:?' in text and copied in text
+
+
+def test_docker_form_uses_host_networking_for_multi_node(page, server):
+    page.goto(f"{server}{K3}?hardware=h200")
+    wait_ready(page)
+    click(page, "install", "docker")
+    page.wait_for_function("location.search.includes('install=docker')")
+    state = assert_matches_cli(page)
+    assert all(t.startswith("docker run") and "--network host" in t for t in state["texts"])
+    assert "docker pull vllm/vllm-openai:latest" in page.inner_text("#extras")
+
+
+def test_embed_mode_reports_height_and_honours_theme(page, server):
+    page.goto(server + "/index.html")  # same origin parent
+    page.evaluate("""(src) => {
+        window.heights = [];
+        addEventListener('message', e => { if (e.data && e.data.type === 'vllm-configurator:height') heights.push(e.data.height); });
+        const f = document.createElement('iframe'); f.src = src; f.style.width = '900px'; document.body.appendChild(f);
+    }""", f"{server}{K3}?embed=1&theme=dark&hardware=h200")
+    page.wait_for_function("window.heights.length > 0 && window.heights[window.heights.length - 1] > 400", timeout=90_000)
+    frame = page.frame_locator("iframe")
+    frame.locator("#app[data-ready=true]").wait_for(timeout=90_000)
+    assert frame.locator("header.site").is_hidden()
+    inner = page.frames[1]
+    assert inner.evaluate("document.documentElement.dataset.theme") == "dark"
+    assert "embed=1" in inner.url and "theme=dark" in inner.url and "hardware=h200" in inner.url
+    bg = inner.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert bg == "rgb(22, 24, 28)"
+
+
+def test_keyboard_only_selection(page, server):
+    page.goto(server + K3)
+    wait_ready(page)
+    radios = page.eval_on_selector_all('#controls input[name="hardware"]', "rs => rs.map(r => [r.value, r.checked, r.disabled])")
+    at = [r[1] for r in radios].index(True)
+    nxt = next(r[0] for r in radios[at + 1:] if not r[2])
+    page.focus('#controls input[name="hardware"]:checked')
+    page.keyboard.press("ArrowRight")  # next hardware in the radio group
+    page.wait_for_function("v => location.search.includes('hardware=' + v)", arg=nxt)
+    settle(page)
+    assert page.evaluate("document.activeElement.name + '=' + document.activeElement.value") == f"hardware={nxt}"
+    page.focus('#controls input[name="strategy"]:checked')
+    before = page_state(page)["selected"]["strategy"]
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("b => { const s = document.querySelector('#controls input[name=strategy]:checked'); return s && s.value !== b; }",
+                           arg=before[0])
+    settle(page)
+    state = assert_matches_cli(page)
+    assert state["selected"]["strategy"] != before
+    # Tabs of the output answer arrow keys too, and focus is visible.
+    page.focus('#commands [role="tab"][aria-selected="true"]')
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate("document.activeElement.getAttribute('aria-selected')") == "true"
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none"
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_axe_no_serious_violations_and_screenshots(page, server, theme):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{server}{K3}?theme={theme}&hardware=h200")
+    wait_ready(page)
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    bad = [(v["id"], v["impact"], len(v["nodes"])) for v in result["violations"] if v["impact"] in ("serious", "critical")]
+    assert not bad, bad
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"kimi-k3-{theme}.png"))
+
+
+def test_phone_width_has_no_horizontal_scroll(page, server):
+    page.set_viewport_size({"width": 390, "height": 844})
+    for q in ("", "?hardware=gb300&strategy=pd_cluster"):
+        page.goto(f"{server}{K3}{q}")
+        wait_ready(page)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_index_filters_live_in_the_url(page, server):
+    page.goto(server + "/?provider=Moonshot%20AI")
+    items = page.locator("#recipes > li:not([hidden])")
+    assert items.count() == 1 and "Kimi K3" in items.inner_text()
+    page.fill('input[name="q"]', "llama")
+    page.select_option('select[name="provider"]', "")
+    assert page.locator("#recipes > li:not([hidden])").count() == 1
+    assert "q=llama" in page.url
+    page.goto(server + "/?hardware=b300&task=nonsense")
+    assert page.locator("#recipes > li:not([hidden])").count() >= 1
