@@ -21,6 +21,7 @@ import functools
 import hashlib
 import http.server
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -52,6 +53,32 @@ class BuildError(Exception):
     """A build that cannot finish; the message says what to do."""
 
 
+def load_catalog_checked(recipes_dir: Path) -> Catalog:
+    """The validated catalogue (taxonomy, strategies, KV stores); raises
+    RecipeLoadError with every problem found."""
+    cat_data, errors = load_catalog_data(recipes_dir)
+    if not errors:
+        try:
+            return Catalog.model_validate(cat_data)
+        except ValidationError as exc:
+            errors += _validation_errors(exc, "taxonomy.yaml / strategies")
+    raise RecipeLoadError(errors)
+
+
+def load_and_check(recipes_dir: Path, rid: str, path: Path, catalog: Catalog) -> tuple[Recipe | None, list[RecipeError]]:
+    """One recipe, validated against the schema and the catalogue: ``(recipe, [])``
+    or ``(None, errors)`` with every error found in it."""
+    rel = str(path.relative_to(recipes_dir))
+    try:
+        recipe = Recipe.model_validate(load_recipe_data(recipes_dir, rid, path))
+    except RecipeLoadError as exc:
+        return None, exc.errors
+    except ValidationError as exc:
+        return None, _validation_errors(exc, rel)
+    problems = check_references(rid, recipe, catalog, recipes_dir)
+    return (None, problems) if problems else (recipe, [])
+
+
 def validate(recipes_dir: Path, keep_going: bool = False) -> tuple[Catalog, dict[str, Recipe], list[RecipeError]]:
     """Load and validate the catalogue and every recipe, collecting every problem.
 
@@ -59,32 +86,15 @@ def validate(recipes_dir: Path, keep_going: bool = False) -> tuple[Catalog, dict
     problems when the catalogue is bad, or when any recipe is bad and
     ``keep_going`` is False (the default: a bad recipe stops the build).
     """
-    cat_data, errors = load_catalog_data(recipes_dir)
-    catalog = None
-    if not errors:
-        try:
-            catalog = Catalog.model_validate(cat_data)
-        except ValidationError as exc:
-            errors += _validation_errors(exc, "taxonomy.yaml / strategies")
-    if catalog is None:
-        raise RecipeLoadError(errors)
+    catalog = load_catalog_checked(recipes_dir)
     paths = recipe_paths(recipes_dir)
     if not paths:
         raise RecipeLoadError([RecipeError("models/", "", "no recipes found (expected models/<org>/<repo>.yaml)")])
-    recipes: dict[str, Recipe] = {}
+    recipes, errors = {}, []
     for rid, path in paths.items():
-        rel = str(path.relative_to(recipes_dir))
-        try:
-            recipe = Recipe.model_validate(load_recipe_data(recipes_dir, rid))
-        except RecipeLoadError as exc:
-            errors += exc.errors
-            continue
-        except ValidationError as exc:
-            errors += _validation_errors(exc, rel)
-            continue
-        problems = check_references(rid, recipe, catalog, recipes_dir)
+        recipe, problems = load_and_check(recipes_dir, rid, path, catalog)
         errors += problems
-        if not problems:
+        if recipe is not None:
             recipes[rid] = recipe
     if errors and not keep_going:
         raise RecipeLoadError(errors)
@@ -105,7 +115,7 @@ def check_references(rid: str, recipe: Recipe, catalog: Catalog, recipes_dir: Pa
         return errs
     try:
         ctx = make_context(rid, recipe, catalog)
-        compose(ctx, "")
+        compose(ctx, "", options=False)
     except ArgvError as exc:
         errs.append(RecipeError(file, "(args)", str(exc)))
     return errs
@@ -194,14 +204,47 @@ def recipe_schema() -> dict:
     return schema
 
 
-def build(recipes_dir: Path, out: Path, keep_going: bool = False) -> dict:
+_JOB: dict = {}
+"""State shared with the page-building worker processes (set before they fork)."""
+
+
+def _recipe_job(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
+    """Validate one recipe and, if it is good, write its page, browser data and
+    API document into the build directory. Runs in a worker process."""
+    job = _JOB
+    recipe, problems = load_and_check(job["recipes_dir"], rid, job["paths"][rid], job["catalog"])
+    if recipe is None:
+        return rid, None, problems
+    tmp, runtime = job["tmp"], job["runtime"]
+    ctx = make_context(rid, recipe, job["catalog"])
+    plan = compose(ctx, "")
+    recipe_text = json.dumps({"id": rid, "recipe": recipe.model_dump(mode="json", exclude_none=True)}, separators=(",", ":"))
+    api_text = json.dumps(recipe_api(ctx, recipe, plan), separators=(",", ":"))
+    for sub, text in (("data", recipe_text), ("api", api_text)):
+        path = tmp / sub / f"{rid}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    prefix = "../" * (rid.count("/") + 1)
+    data_url = f"{prefix}data/{rid}.json?h={_short_hash(recipe_text)}"
+    html = job["env"].get_template("recipe.html").render(plan=plan, recipe=recipe, rid=rid, prefix=prefix, runtime=runtime,
+                                                         plan_json=json.dumps(plan), data_url=data_url)
+    (tmp / rid).mkdir(parents=True, exist_ok=True)
+    (tmp / rid / "index.html").write_text(html)
+    return rid, index_entry(ctx, recipe, plan), []
+
+
+def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | None = None) -> dict:
     """Build the whole site into ``out``; returns ``{recipes, out, errors}``.
 
-    Raises RecipeLoadError (bad recipes, unless ``keep_going``) or BuildError
-    (missing runtime pieces). Nothing is written to ``out`` unless the build
-    completes.
+    Recipes are validated and rendered in ``jobs`` worker processes (default:
+    one per CPU). Raises RecipeLoadError (bad recipes, unless ``keep_going``;
+    every problem of every recipe is listed) or BuildError (missing runtime
+    pieces). Nothing is written to ``out`` unless the build completes.
     """
-    catalog, recipes, errors = validate(recipes_dir, keep_going)
+    catalog = load_catalog_checked(recipes_dir)
+    paths = recipe_paths(recipes_dir)
+    if not paths:
+        raise RecipeLoadError([RecipeError("models/", "", "no recipes found (expected models/<org>/<repo>.yaml)")])
     if not (PYODIDE_DIR / "pyodide.js").exists():
         raise BuildError(f"Pyodide is not installed at {PYODIDE_DIR}: run `npm ci` in {ROOT}")
     wheels = fetch_wheels()
@@ -225,25 +268,17 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False) -> dict:
         (tmp / "schema" / "recipe.schema.json").write_text(json.dumps(recipe_schema(), indent=1))
         runtime = {"wheels": [f"wheels/{w.name}" for w in wheels], "composer": f"wheels/composer.zip?h={composer_hash}",
                    "catalog": f"data/catalog.json?h={_short_hash(catalog_text)}"}
-        entries = []
-        page = env.get_template("recipe.html")
-        for rid, recipe in recipes.items():
-            ctx = make_context(rid, recipe, catalog)
-            plan = compose(ctx, "")
-            recipe_text = json.dumps({"id": rid, "recipe": recipe.model_dump(mode="json", exclude_none=True)},
-                                     separators=(",", ":"))
-            api_text = json.dumps(recipe_api(ctx, recipe, plan), separators=(",", ":"))
-            for sub, text in (("data", recipe_text), ("api", api_text)):
-                path = tmp / sub / f"{rid}.json"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
-            prefix = "../" * (rid.count("/") + 1)
-            data_url = f"{prefix}data/{rid}.json?h={_short_hash(recipe_text)}"
-            html = page.render(plan=plan, recipe=recipe, rid=rid, prefix=prefix, runtime=runtime,
-                               plan_json=json.dumps(plan), data_url=data_url)
-            (tmp / rid).mkdir(parents=True, exist_ok=True)
-            (tmp / rid / "index.html").write_text(html)
-            entries.append(index_entry(ctx, recipe, plan))
+        _JOB.update(recipes_dir=recipes_dir, paths=paths, catalog=catalog, tmp=tmp, runtime=runtime, env=env)
+        jobs = jobs or os.cpu_count() or 1
+        if jobs > 1 and len(paths) >= 8:
+            with multiprocessing.get_context("fork").Pool(jobs) as pool:
+                results = pool.map(_recipe_job, list(paths), chunksize=4)
+        else:
+            results = [_recipe_job(rid) for rid in paths]
+        errors = [e for _, _, errs in results for e in errs]
+        if errors and not keep_going:
+            raise RecipeLoadError(errors)
+        entries = [entry for _, entry, _ in results if entry is not None]
         hardware = {h: p.display_name for h, p in catalog.taxonomy.hardware_profiles.items()}
         (tmp / "api" / "index.json").write_text(json.dumps({"recipes": entries, "hardware": hardware}, indent=1))
         (tmp / "index.html").write_text(env.get_template("index.html").render(
@@ -254,7 +289,9 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False) -> dict:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return {"recipes": len(recipes), "out": str(out), "errors": errors}
+    finally:
+        _JOB.clear()
+    return {"recipes": len(entries), "out": str(out), "errors": errors}
 
 
 def _short_hash(text: str) -> str:
@@ -287,11 +324,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "dist")
     ap.add_argument("--keep-going", action="store_true",
                     help="build the good recipes even if some are bad (bad ones are reported and left out)")
+    ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per CPU)")
     ap.add_argument("--serve", action="store_true", help="serve the built site at http://127.0.0.1:PORT/")
     ap.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     args = ap.parse_args(argv)
     try:
-        summary = build(args.recipes, args.out, keep_going=args.keep_going)
+        summary = build(args.recipes, args.out, keep_going=args.keep_going, jobs=args.jobs)
     except RecipeLoadError as exc:
         print(f"build failed: {len(exc.errors)} problem(s) in {args.recipes}:", file=sys.stderr)
         for e in exc.errors:

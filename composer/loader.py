@@ -88,14 +88,18 @@ def recipe_paths(root: Path) -> dict[str, Path]:
     return {f"{p.parent.name}/{p.stem}": p for p in sorted((root / "models").glob("*/*.yaml"))}
 
 
-def load_recipe_data(root: Path, recipe_id: str) -> dict:
+def load_recipe_data(root: Path, recipe_id: str, path: Path | None = None) -> dict:
+    """The raw YAML mapping of one recipe (``path`` saves the directory scan);
+    raises RecipeLoadError naming the file."""
     errors: list[RecipeError] = []
-    path = recipe_paths(root).get(recipe_id)
+    path = path or recipe_paths(root).get(recipe_id)
     if path is None:
         raise RecipeLoadError([RecipeError(f"models/{recipe_id}.yaml", "", "no such recipe")])
     data = _read_yaml(path, root, errors)
     if errors:
         raise RecipeLoadError(errors)
+    if not isinstance(data, dict):
+        raise RecipeLoadError([RecipeError(str(path.relative_to(root)), "", f"must be a mapping of keys, not {type(data).__name__}")])
     return data
 
 
