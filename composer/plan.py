@@ -469,6 +469,23 @@ def summary(ctx: RecipeContext, sel: Selection, commands: list[dict]) -> str:
     return f"{sel.nodes} × {hw.display_name} · {ctx.strategy_label(sel.strategy)} · {shape} · {prec}"
 
 
+def verification(ctx: RecipeContext, sel: Selection) -> dict:
+    """``verified`` only for what the recipe says was verified: the hardware
+    (``meta.hardware.<id>: verified``) and, when the recipe lists
+    ``meta.verified_configs`` for that hardware, the strategy too (upstream W21
+    showed a green mark on any combination). ``verification`` is the badge text."""
+    hw = ctx.hw(sel.hardware).display_name
+    if not ctx.is_verified(sel.hardware):
+        return {"verified": False, "verification": "Composed, not verified"}
+    configs = [c for c in (ctx.recipe.meta.model_extra or {}).get("verified_configs") or []
+               if isinstance(c, dict) and c.get("hardware") == sel.hardware]
+    if not configs:
+        return {"verified": True, "verification": f"Verified on {hw}"}
+    if any(c.get("strategy") == sel.strategy for c in configs):
+        return {"verified": True, "verification": f"Verified: {hw} · {ctx.strategy_label(sel.strategy)}"}
+    return {"verified": False, "verification": f"{hw} verified with other strategies; this one is composed, not verified"}
+
+
 def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[dict], notices: Notices) -> None:
     """Host memory a KV offload connector reserves, read from its own
     ``--kv-transfer-config`` (``cpu_bytes_to_use_per_rank``, bytes per GPU rank;
@@ -542,7 +559,7 @@ def build_plan(ctx: RecipeContext, query, options: bool = True) -> dict:
         "blocked_commands": commands if status == "error" else [],
         "notices": [n.to_dict() for n in notices.items()],
         "capacity": caps,
-        "verified": ctx.is_verified(sel.hardware),
+        **verification(ctx, sel),
         "url": ("?" + canon.query()) if canon.values else "",
         "query": canon.query(),
         **({"options": build_options(ctx, sel, canon), "groups": groups()} if options else {}),

@@ -195,9 +195,14 @@ def test_no_parameter_visit_lands_on_recipe_default_b300_single_node_tp8(k3, pla
 @pytest.mark.parametrize("hw", ALL_HW)
 def test_verified_marker_follows_the_recipe(k3, plan, hw):
     # "the verified marker indicates whether a given configuration has been recipe-verified"
+    # The hardware pill marks verified hardware; the plan's mark also needs the
+    # strategy to be one the recipe verified there (meta.verified_configs).
     p = plan(f"hardware={hw}")
-    assert p["verified"] is (k3.recipe.meta.hardware[hw] == "verified")
-    assert option(p, "hardware", hw)["verified"] is p["verified"]
+    hw_ok = k3.recipe.meta.hardware[hw] == "verified"
+    assert option(p, "hardware", hw)["verified"] is hw_ok
+    configs = [c for c in k3.recipe.meta.model_extra["verified_configs"] if c["hardware"] == hw]
+    expect = hw_ok and (not configs or any(c["strategy"] == p["selection"]["strategy"] for c in configs))
+    assert p["verified"] is expect
 
 
 # ------------------------------------------------------------- TP / multi-node

@@ -129,3 +129,16 @@ def test_json_api_documents(tmp_path):
         assert plan["status"] == "ok" and all(c["fits"] for c in plan["capacity"])
     schema = json.loads((out / "schema/recipe.schema.json").read_text())
     assert schema["title"] == "vLLM recipe" and "meta" in schema["properties"]
+
+
+@pytest.mark.parametrize("query, verified, words", [
+    ("", True, "Verified: B300 · Single-node TP"),
+    ("strategy=multi_node_tp", False, "composed, not verified"),      # verified GPU, unverified strategy
+    ("hardware=h100", False, "Composed, not verified"),               # GPU not verified at all
+    ("hardware=h200&strategy=multi_node_tep", True, "Verified: H200"),
+    ("hardware=gb200&strategy=pd_cluster", True, "Prefill/Decode"),
+])
+def test_verified_mark_only_for_verified_combinations(catalog, query, verified, words):
+    plan = compose(ctx_for("moonshotai/Kimi-K3", catalog), query)
+    assert plan["verified"] is verified
+    assert words in plan["verification"]

@@ -95,7 +95,7 @@
   }
 
   function renderOutput(p) {
-    const badge = p.verified ? `<span class="badge ok">Verified hardware</span>` : `<span class="badge">Composed, not verified</span>`;
+    const badge = `<span class="badge${p.verified ? " ok" : ""}">${esc(p.verification)}</span>`;
     document.getElementById("summary").innerHTML = `<span class="summary-text">${esc(p.summary)}</span>${badge}`;
     document.getElementById("notices").innerHTML = p.notices.map((n) =>
       `<li class="notice ${esc(n.level)}" data-code="${esc(n.code)}">${esc(n.message)}</li>`).join("");
