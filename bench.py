@@ -113,6 +113,8 @@ def browser_times(site: Path, clicks: int = 10) -> tuple[float, float, float]:
         interactive = time.perf_counter() - t
         page.wait_for_function("document.getElementById('app').dataset.ready === 'true'", timeout=120_000)
         ready = time.perf_counter() - t
+        print("browser: worker timings (ms since worker start):", page.get_attribute("#app", "data-timings"),
+              "first compose", page.get_attribute("#app", "data-compose-ms"), "ms")
         times = []
         for hw in ["h200", "gb200", "mi355x", "b200", "h100"] * (clicks // 5):
             t = time.perf_counter()

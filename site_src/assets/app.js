@@ -282,12 +282,16 @@
       else if (msg.type === "ready") {
         composeFn = (id, query) => { app.dataset.busy = "true"; worker.postMessage({type: "compose", id, query}); };
         app.dataset.loadMs = String(msg.ms);
+        app.dataset.timings = JSON.stringify(msg.timings || {});
         const first = pending || {query: planQuery(location.search), push: false};
         pending = null;
         document.getElementById("output").classList.remove("stale");
         setStatus("ready", "");
         apply(first.query, first.push);  // data-ready is set once its plan is shown
-      } else if (msg.type === "plan") received(msg.id, JSON.parse(msg.plan));
+      } else if (msg.type === "plan") {
+        app.dataset.composeMs = String(msg.ms);
+        received(msg.id, JSON.parse(msg.plan));
+      }
       else if (msg.type === "error") setStatus("error", "The composer failed on this choice: " + msg.error);
       else if (msg.type === "failed") failed(msg.error);
     };

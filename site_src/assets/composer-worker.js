@@ -11,8 +11,10 @@ async function init(msg) {
   // Pyodide 314 runs in module workers only (classic workers are refused).
   const {loadPyodide} = await import(msg.indexURL + "pyodide.mjs");
   const pyodide = await loadPyodide({indexURL: msg.indexURL});
+  const tRuntime = performance.now() - started;
   self.postMessage({type: "progress", text: "Python runtime ready; loading the composer…"});
   await pyodide.loadPackage(msg.wheels, {messageCallback: () => {}, errorCallback: (m) => console.warn(m)});
+  const tPackages = performance.now() - started;
   const get = async (url, what, kind) => {
     const r = await fetch(url);
     if (!r.ok) throw new Error(`${what}: HTTP ${r.status}`);
@@ -25,7 +27,9 @@ async function init(msg) {
   pyodide.runPython("import sys\nif '/home/pyodide' not in sys.path: sys.path.insert(0, '/home/pyodide')\nimport pydantic, composer.api");
   const fn = pyodide.globals.get("composer").api.compose_json;
   composeJson = (query) => fn(recipeText, catalogText, query);
-  self.postMessage({type: "ready", ms: Math.round(performance.now() - started)});
+  const tImport = performance.now() - started;
+  self.postMessage({type: "ready", ms: Math.round(tImport),
+                    timings: {runtime: Math.round(tRuntime), packages: Math.round(tPackages), imported: Math.round(tImport)}});
 }
 
 self.onmessage = async (ev) => {
@@ -40,7 +44,9 @@ self.onmessage = async (ev) => {
   if (msg.type === "compose") {
     try { await ready; } catch (err) { return; }
     try {
-      self.postMessage({type: "plan", id: msg.id, plan: composeJson(msg.query)});
+      const t = performance.now();
+      const plan = composeJson(msg.query);
+      self.postMessage({type: "plan", id: msg.id, plan, ms: Math.round(performance.now() - t)});
     } catch (err) {
       self.postMessage({type: "error", id: msg.id, error: String((err && err.message) || err)});
     }
