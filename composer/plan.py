@@ -329,12 +329,20 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
         if reason is None and ctx.floor_nodes(s, sel.hardware) > MAX_NODES:
             reason = f"Needs more than {MAX_NODES} nodes of {hwp.display_name}."
         same_kind = st.deploy_type == deploy
+        query = base.with_values(strategy=s, nodes=(None if not same_kind or st.deploy_type != "multi_node" else base.get("nodes")),
+                                 **(pd_keys if s != "pd_cluster" else {}))
+        if reason is None:
+            # A strategy that no node count makes work (e.g. TP+DP where one node
+            # cannot hold a replica) is disabled with the composer's reason.
+            _, why = _resolved_with_notices(ctx, dict(query.values))
+            errors = [n.message for n in why if n.level == "error"]
+            if errors:
+                reason = errors[0]
         opts["strategy"].append({
             "id": s, "label": ctx.strategy_label(s), "description": st.description,
             "deploy_type": st.deploy_type, "min_gpus": ctx.floor_gpus(s, sel.hardware),
             "selected": s == sel.strategy, "disabled": reason is not None, "reason": reason,
-            "query": base.with_values(strategy=s, nodes=(None if not same_kind or st.deploy_type != "multi_node" else base.get("nodes")),
-                                      **(pd_keys if s != "pd_cluster" else {})).query(),
+            "query": query.query(),
         })
 
     if deploy == "pd_cluster":

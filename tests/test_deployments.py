@@ -1,0 +1,154 @@
+"""Issue 3: P/D on GB200 with the recipe defaults, TP+PP and TP+DP launch
+modes, KV offload memory figures, provenance of the seed's override chains,
+install forms and scripts."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+import pytest
+
+
+def flag(argv, name):
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def flags(argv, name):
+    return [argv[i + 1] for i, t in enumerate(argv[:-1]) if t == name]
+
+
+def test_pd_on_gb200_with_defaults(plan):
+    p = plan("hardware=gb200&strategy=pd_cluster")
+    assert p["status"] == "ok"
+    sel = p["selection"]
+    # TEP prefill: 2 trays cannot hold 1680 GB, 3 trays give TP 12 (not a divisor
+    # of 64 heads), so 4; DEP decode: floor of 16 GPUs = 4 trays.
+    assert (sel["prefill_mode"], sel["prefill_nodes"], sel["decode_mode"], sel["decode_nodes"]) == ("tep", 4, "dep", 4)
+    prefill = [c for c in p["commands"] if c["pool"] == "prefill"]
+    decode = [c for c in p["commands"] if c["pool"] == "decode"]
+    (router,) = [c for c in p["commands"] if c["role"] == "router"]
+    for i, c in enumerate(prefill):
+        a = c["argv"]
+        assert flag(a, "--tensor-parallel-size") == "16" and flag(a, "--node-rank") == str(i)
+        assert flag(a, "--master-addr") == "$PREFILL_NODE_1"
+        assert ("--headless" in a) is (i > 0)
+        assert c["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] == f"$PREFILL_NODE_{i + 1}"
+        assert c["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] == "5557" and flag(a, "--port") == "8001"
+        assert json.loads(flag(a, "--kv-transfer-config"))["kv_role"] == "kv_producer"
+    for i, c in enumerate(decode):
+        a = c["argv"]
+        assert flag(a, "--data-parallel-size") == "16" and flag(a, "--data-parallel-size-local") == "4"
+        assert flag(a, "--data-parallel-start-rank") == str(4 * i)
+        assert flag(a, "--data-parallel-address") == "$DECODE_NODE_1"
+        assert c["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] == f"$DECODE_NODE_{i + 1}"
+        assert flag(a, "--port") == "8002" and "--headless" not in a
+    # The router lists exactly the endpoints that serve HTTP: the TEP head, every DEP node.
+    assert flags(router["argv"], "--prefill") == ["http://$PREFILL_NODE_1:8001"]
+    assert flags(router["argv"], "--decode") == [f"http://$DECODE_NODE_{i}:8002" for i in range(1, 5)]
+    assert [c["scope"] for c in p["capacity"]] == ["prefill", "decode"] and all(c["fits"] for c in p["capacity"])
+
+
+def test_pd_pool_that_cannot_hold_the_weights_is_raised_with_the_reason(plan):
+    p = plan("hardware=gb200&strategy=pd_cluster&prefill_nodes=3&prefill_mode=tep")
+    assert p["selection"]["prefill_nodes"] == 4
+    (n,) = [n for n in p["notices"] if n["code"] == "nodes-raised"]
+    assert "TP 12" in n["message"] and "64 attention heads" in n["message"]
+    opt = next(o for o in p["options"]["prefill_nodes"] if o["id"] == "3")
+    assert opt["disabled"] and "TP 12" in opt["reason"]
+
+
+@pytest.mark.parametrize("hw, gpus", [("b200", 8), ("gb300", 4)])
+def test_tp_pp_launch_mode(plan, hw, gpus):
+    p = plan(f"hardware={hw}&strategy=multi_node_tp_pp")
+    nodes = p["selection"]["nodes"]
+    assert nodes * gpus >= 16
+    for rank, c in enumerate(p["commands"]):
+        a = c["argv"]
+        assert flag(a, "--tensor-parallel-size") == str(gpus)
+        assert flag(a, "--pipeline-parallel-size") == str(nodes)
+        assert flag(a, "--nnodes") == str(nodes) and flag(a, "--node-rank") == str(rank)
+        assert ("--headless" in a) is (rank > 0)
+    assert "--speculative-config" not in " ".join(plan(f"hardware={hw}&strategy=multi_node_tp_pp&features=spec_decoding")["commands"][0]["argv"])
+
+
+def test_tp_dp_followers_are_headless(plan):
+    # vLLM's multi-node data-parallel docs: followers run --headless with their start rank (upstream W22).
+    p = plan("hardware=b300&strategy=multi_node_tp_dp")
+    head, *workers = p["commands"]
+    assert flag(head["argv"], "--data-parallel-size") == str(p["selection"]["nodes"])
+    assert flag(head["argv"], "--data-parallel-size-local") == "1" and "--headless" not in head["argv"]
+    for r, w in enumerate(workers, start=1):
+        assert "--headless" in w["argv"] and flag(w["argv"], "--data-parallel-start-rank") == str(r)
+    assert p["capacity"][0]["where"].startswith("each replica")
+
+
+@pytest.mark.parametrize("hw, per_node, nodes", [("h200", 1760, 2), ("gb300", 880, 2)])
+def test_simple_offload_memory_per_node_and_cluster(plan, hw, per_node, nodes):
+    p = plan(f"hardware={hw}&kv_offload=simple")
+    assert p["selection"]["nodes"] == nodes
+    (n,) = [n for n in p["notices"] if n["code"] == "kv-host-memory"]
+    assert "220 GiB" in n["message"] and f"{per_node} GiB on each" in n["message"]
+    assert f"{per_node * nodes} GiB for the {nodes}-node cluster" in n["message"]
+
+
+def test_mooncake_request_is_refused_with_its_reason(plan):
+    p = plan("kv_offload=kv_store_distributed_mooncake")
+    assert p["selection"]["kv_offload"] == "off"
+    (n,) = [n for n in p["notices"] if n["code"] == "kv-offload-unavailable"]
+    assert "unsupported" in n["message"]
+    opt = next(o for o in p["options"]["kv_offload"] if o["id"] == "kv_store_distributed_mooncake")
+    assert opt["disabled"] and "unsupported on B300" in opt["reason"]
+    assert not any("MooncakeStoreConnector" in " ".join(c["argv"]) for c in p["commands"])
+
+
+def test_override_chain_provenance(plan):
+    # Seed: "the override chain becomes Advanced → Features" (NVIDIA: 256 then 32).
+    p = plan("hardware=b300&features=spec_decoding&advanced=max_num_seqs_256,max_batched_8k")
+    prov = {f["flag"]: f for f in p["commands"][0]["provenance"]}
+    seqs = prov["--max-num-seqs"]
+    assert (seqs["value"], seqs["layer"]) == ("32", "features")
+    assert seqs["key"] == "features.spec_decoding.hardware_overrides.nvidia.args"
+    assert [(r["value"], r["layer"]) for r in seqs["replaced"]] == [("256", "advanced")]
+    tokens = prov["--max-num-batched-tokens"]
+    assert (tokens["value"], tokens["layer"]) == ("8192", "advanced")
+    assert [(r["value"], r["key"]) for r in tokens["replaced"]] == [("32768", "hardware_overrides.blackwell.extra_args")]
+    msgs = [n["message"] for n in p["notices"] if n["code"] == "value-replaced"]
+    assert any("Advanced --max-num-seqs 256 was replaced by Speculative decoding's 32" in m for m in msgs)
+
+
+def test_docker_form_and_scripts(plan):
+    multi = plan("hardware=h200&install=docker")
+    for c in multi["commands"]:
+        d = c["docker_argv"]
+        assert d[:2] == ["docker", "run"] and "--network" in d and flag(d, "--network") == "host"
+        assert "-p" not in d
+        assert d[d.index("vllm/vllm-openai:latest") + 1:] == c["argv"][2:]
+        assert shlex.split(c["text"].replace("\\\n", "")) == d
+        assert ': "${HEAD_IP:?' in c["script"] and ': "${IFACE_NAME:?' in c["script"]
+    single = plan("hardware=mi355x&install=docker")
+    d = single["commands"][0]["docker_argv"]
+    assert "--device=/dev/kfd" in d and flag(d, "-p") == "8000:8000"
+    assert "vllm/vllm-openai-rocm:latest" in d
+    assert single["install"]["docker"] == "docker pull vllm/vllm-openai-rocm:latest"
+    pd = plan("hardware=gb200&strategy=pd_cluster")
+    assert pd["client"]["curl_argv"][1] == "http://$ROUTER_HOST:30000/v1/chat/completions"
+    assert re.search(r"vllm bench serve --model moonshotai/Kimi-K3 --host \$ROUTER_HOST --port 30000", pd["client"]["bench"])
+
+
+def test_lmcache_brings_its_server_and_install(plan):
+    p = plan("kv_offload=lmcache")
+    (comp,) = p["companions"]
+    assert comp["command"].startswith("lmcache server --port 5555")
+    assert "uv pip install lmcache" in p["install"]["extras"]
+    cfg = json.loads(flag(p["commands"][0]["argv"], "--kv-transfer-config"))
+    assert cfg["kv_connector_extra_config"]["lmcache.mp.port"] == 5555
+
+
+def test_tp_dp_where_one_node_cannot_hold_a_replica_is_an_error_and_disabled(plan):
+    p = plan("hardware=h200&strategy=multi_node_tp_dp")
+    assert p["status"] == "error" and p["commands"] == []
+    assert p["capacity"][0]["fits"] is False and "each replica" in p["capacity"][0]["where"]
+    opt = next(o for o in plan("hardware=h200")["options"]["strategy"] if o["id"] == "multi_node_tp_dp")
+    assert opt["disabled"] and "holds the weights" in opt["reason"]
