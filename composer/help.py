@@ -7,7 +7,7 @@ GROUPS = {
     "hardware": ("Hardware", "Which GPUs, per node. Decides whether the weights fit at all and which kernels and backends run (CUDA or ROCm, Hopper or Blackwell paths)."),
     "variant": ("Variant", "Which checkpoint: its precision sets the weight memory, and some precisions need specific GPUs."),
     "nodes": ("Nodes", "How many machines (or NVL4 trays). Weights must fit in the GPUs that hold them; more nodes mean more inter-node traffic."),
-    "strategy": ("Strategy", "How the model (TP splits layers, EP spreads experts, PP splits layer ranges) and the requests (DP replicas) are spread over GPUs. DEP needs at least 16 GPUs on K3."),
+    "strategy": ("Strategy", "How the model (TP splits layers, EP spreads experts, PP splits layer ranges) and the requests (DP replicas) are spread over GPUs. Each strategy has a floor: the fewest GPUs it needs."),
     "prefill_mode": ("Prefill pool mode", "Parallelism of the prefill pool, which reads prompts and builds the KV cache: it drives TTFT."),
     "prefill_nodes": ("Prefill pool nodes", "Nodes in the prefill pool; the pool alone must hold the weights."),
     "decode_mode": ("Decode pool mode", "Parallelism of the decode pool, which generates tokens from the transferred KV cache: it drives ITL."),

@@ -338,8 +338,10 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
             errors = [n.message for n in why if n.level == "error"]
             if errors:
                 reason = errors[0]
+        floor = ctx.floor_gpus(s, sel.hardware)
+        desc = st.description + (f" Needs at least {floor} GPUs ({ctx.floor_nodes(s, sel.hardware)} × {hwp.display_name})." if floor else "")
         opts["strategy"].append({
-            "id": s, "label": ctx.strategy_label(s), "description": st.description,
+            "id": s, "label": ctx.strategy_label(s), "description": desc,
             "deploy_type": st.deploy_type, "min_gpus": ctx.floor_gpus(s, sel.hardware),
             "selected": s == sel.strategy, "disabled": reason is not None, "reason": reason,
             "query": query.query(),

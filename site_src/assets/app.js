@@ -47,7 +47,7 @@
       off.map((o) => `<li><strong>${esc(o.label)}</strong>: ${esc(o.reason)}</li>`).join("") + "</ul></details>" : "";
     return `<fieldset class="group${changed ? " changed" : ""}" data-dim="${esc(dim)}" data-kind="${kind}">` +
       `<legend>${esc(groups[dim].legend)}${changed ? ` <span class="changed-mark" title="Changed from the recipe default">changed</span>` : ""}</legend>` +
-      `<p class="help">${esc(groups[dim].help)}</p><div class="options">${inner}</div>${why}</fieldset>`;
+      `<p class="help">${esc(groups[dim].help)}</p><div class="options">${inner}</div><p class="hint" aria-live="polite"></p>${why}</fieldset>`;
   }
 
   function renderControls(p) {
@@ -213,6 +213,16 @@
     const input = ev.target;
     if (input && input.dataset.query !== undefined) apply(input.dataset.query, true);
   });
+  // The explanation of the option under the pointer or keyboard focus, shown
+  // under its group (tooltips alone are invisible on touch screens).
+  function showHint(ev) {
+    const label = ev.target.closest && ev.target.closest("label.opt");
+    if (!label) return;
+    const hint = label.closest("fieldset").querySelector(".hint");
+    if (hint) hint.textContent = label.getAttribute("title") || "";
+  }
+  document.getElementById("controls").addEventListener("focusin", showHint);
+  document.getElementById("controls").addEventListener("mouseover", showHint);
   window.addEventListener("popstate", () => apply(planQuery(location.search), false));
 
   // Tabs: click and arrow keys (WAI-ARIA tabs pattern); copy and download buttons.

@@ -160,3 +160,28 @@ def test_index_filters_live_in_the_url(page, server):
     assert "q=llama" in page.url
     page.goto(server + "/?hardware=b300&task=nonsense")
     assert page.locator("#recipes > li:not([hidden])").count() >= 1
+
+
+def test_choice_made_while_loading_is_applied_when_ready(page, server):
+    import time
+
+    def slow(route):
+        time.sleep(3)
+        route.continue_()
+
+    page.route("**/pyodide/pyodide.asm.wasm", slow)
+    page.goto(server + K3)
+    click(page, "hardware", "h200")  # before the composer is ready: the page still answers
+    assert page.get_attribute("#runtime-status", "data-state") == "queued"
+    wait_ready(page)
+    page.wait_for_function("location.search.includes('hardware=h200')")
+    state = assert_matches_cli(page)
+    assert state["selected"]["hardware"] == ["h200"] and state["selected"]["nodes"] == ["2"]
+
+
+def test_focus_shows_what_a_choice_would_switch(page, server):
+    page.goto(server + K3)
+    wait_ready(page)
+    page.focus('#controls input[name="hardware"][value="h200"]')
+    hint = page.inner_text('fieldset[data-dim="hardware"] .hint')
+    assert "Also changes" in hint and "Multi-node TP" in hint
