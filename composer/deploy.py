@@ -10,7 +10,7 @@ no NVIDIA image (W38), and the image honours variant ``nightly_required`` (W39).
 from __future__ import annotations
 
 from composer.context import RecipeContext
-from composer.shell import PLACEHOLDER_RE, command_text, env_text, quote
+from composer.shell import PLACEHOLDER_RE, command_text, quote
 
 DEFAULT_IMAGES = {
     "nvidia": ("vllm/vllm-openai:latest", "vllm/vllm-openai:nightly"),

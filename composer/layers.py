@@ -227,7 +227,6 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
         else:
             store = ctx.strategy(kv)
             vllm = store.vllm or {}
-            from composer.schema import Args, Env  # noqa: F401
             argv.add_tokens([str(x) for x in vllm.get("vllm_args", [])], Source("kv_offload", f"kv_store/{kv}.vllm.vllm_args"))
             env.add({str(k): _s(v) for k, v in (vllm.get("env") or {}).items()}, Source("kv_offload", f"kv_store/{kv}.vllm.env"))
     return argv, env, removed

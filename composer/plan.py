@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from composer import deploy as run
 from composer.argv import ArgvError, Entry, Source
-from composer.context import MAX_NODES, RecipeContext
-from composer.help import GROUPS, flag_help
+from composer.canonical import canonical_request
+from composer.context import RecipeContext
+from composer.help import flag_help
+from composer.options import build_options, groups
 from composer.layers import CommandSpec, compose_layers
 from composer.layout import capacity
 from composer.notices import Notices
-from composer.request import LIST_PARAMS, SCHEMA_VERSION, Request, parse_query
-from composer.resolve import (POOLS, Selection, feature_label, layout_for, pd_modes, pool_layout,
-                              resolve, util_in_force)
+from composer.request import parse_query
+from composer.resolve import POOLS, Selection, feature_label, layout_for, pool_layout, resolve, util_in_force
 from composer.shell import command_text, env_text
 from composer.topology import node_units, serves_api
 
@@ -132,7 +133,6 @@ def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tupl
 def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[dict], list[dict]]:
     cmds, caps, endpoints = [], [], {}
     hwname = ctx.hw(sel.hardware).display_name
-    g = ctx.hw(sel.hardware).gpu_count
     for name in POOLS:
         pool = sel.pool(name)
         lay = pool_layout(ctx, sel, name, pool.mode, pool.nodes)
@@ -176,295 +176,10 @@ def _router(ctx: RecipeContext, sel: Selection, endpoints: dict[str, list[str]])
     for url in endpoints["decode"]:
         argv += ["--decode", url]
     argv += ["--host", "0.0.0.0", "--port", str(router_cfg.get("port", ROUTER_PORT))]
-    units = [argv[i:i + 2] for i in range(1, len(argv), 2) if argv[i] != "--vllm-pd-disaggregation"]
-    units = []
-    i = 1
-    while i < len(argv):
-        if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
-            units.append(argv[i:i + 2])
-            i += 2
-        else:
-            units.append([argv[i]])
-            i += 1
-    text = " \\\n".join([argv[0]] + ["  " + " ".join(_q(t) for t in u) for u in units])
+    text = command_text(argv, head=1)
     return {"role": "router", "node_rank": 0, "pool": None, "label": "Router", "argv": argv, "env": {},
             "command": text, "env_text": "", "text": text, "provenance": [], "env_provenance": [],
             "install": "uv pip install vllm-router"}
-
-
-def _q(t: str) -> str:
-    from composer.shell import quote
-    return quote(t)
-
-
-def selection_values(sel: Selection) -> dict[str, str]:
-    """Every query parameter that states ``sel`` explicitly."""
-    vals = {"hardware": sel.hardware, "variant": sel.variant, "strategy": sel.strategy,
-            "features": ",".join(sel.features), "advanced": ",".join(sel.advanced),
-            "kv_offload": sel.kv_offload or "off", "install": sel.install}
-    if sel.prefill:
-        for name in POOLS:
-            p = sel.pool(name)
-            vals[f"{name}_mode"] = p.mode
-            vals[f"{name}_nodes"] = str(p.nodes)
-    else:
-        vals["nodes"] = str(sel.nodes)
-    return vals
-
-
-DROP_ORDER = ("nodes", "prefill_nodes", "decode_nodes", "strategy", "prefill_mode", "decode_mode",
-              "features", "advanced", "kv_offload", "install", "variant", "hardware")
-
-
-def _resolved_selection(ctx: RecipeContext, values: dict[str, str]) -> Selection:
-    """``resolve`` of a parameter dict, cached on the context (canonical URLs try
-    the same small dicts again and again)."""
-    cache = ctx.__dict__.setdefault("_selection_cache", {})
-    key = tuple(sorted(values.items()))
-    if key not in cache:
-        if len(cache) > 4096:
-            cache.clear()
-        cache[key] = resolve(ctx, parse_query(values))[0]
-    return cache[key]
-
-
-def _raise_reason(notices, asked: int, got: int) -> str:
-    """Why a node count would not be kept, for a disabled option's tooltip."""
-    import re
-
-    for n in notices:
-        if n.code == "nodes-raised":
-            detail = re.sub(r"^.*?nodes raised from \d+ to \d+: ", "", n.message, flags=re.I)
-            return f"Becomes {got}: {detail}"
-    return f"{asked} node(s) cannot run this deployment; it needs {got}."
-
-
-def _resolved_with_notices(ctx: RecipeContext, values: dict[str, str]):
-    """``resolve`` of a parameter dict with its notices, cached on the context."""
-    cache = ctx.__dict__.setdefault("_resolve_cache", {})
-    key = tuple(sorted(values.items()))
-    if key not in cache:
-        if len(cache) > 4096:
-            cache.clear()
-        sel, notices = resolve(ctx, parse_query(values))
-        cache[key] = (sel, notices.items())
-    return cache[key]
-
-
-def canonical_request(ctx: RecipeContext, sel: Selection) -> Request:
-    """The smallest request that resolves to ``sel``: parameters equal to what the
-    recipe would choose anyway are omitted (a link with no parameters is the
-    recipe default), and ``v`` is set when any parameter remains."""
-    vals = selection_values(sel)
-    for key in DROP_ORDER:
-        if key not in vals:
-            continue
-        trial = {k: v for k, v in vals.items() if k != key}
-        if _resolved_selection(ctx, trial) == sel:
-            vals = trial
-    if vals:
-        vals["v"] = SCHEMA_VERSION
-    return parse_query(vals)
-
-
-def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
-    """Every control of the page with its state: selected, disabled (and why),
-    and the query a click on it produces."""
-    base = canon.with_values(v=SCHEMA_VERSION)
-    pd_keys = dict(prefill_mode=None, prefill_nodes=None, decode_mode=None, decode_nodes=None)
-    hwp = ctx.hw(sel.hardware)
-    opts: dict[str, list[dict]] = {}
-
-    opts["hardware"] = []
-    for h in ctx.listed_hardware:
-        p = ctx.hw(h)
-        reason = ctx.hardware_block_reason(h, sel.variant)
-        opts["hardware"].append({
-            "id": h, "label": p.display_name, "group": p.brand, "gpus": p.gpu_count,
-            "gb_per_node": p.vram_gb, "gb_per_gpu": round(p.gb_per_gpu), "verified": ctx.is_verified(h),
-            "description": p.description, "selected": h == sel.hardware, "disabled": reason is not None,
-            "reason": reason, "query": base.with_values(hardware=h, strategy=None, nodes=None, **pd_keys).query(),
-        })
-    opts["variant"] = [{
-        "id": v, "label": ctx.variant_label(v), "description": ctx.variant(v).description,
-        "weights_gb": ctx.weights_gb(v), "selected": v == sel.variant, "disabled": False, "reason": None,
-        "query": base.with_values(variant=v, hardware=None, strategy=None, nodes=None, **pd_keys).query(),
-    } for v in ctx.recipe.variants]
-
-    deploy = ctx.strategy(sel.strategy).deploy_type
-    util = util_in_force(ctx, sel)
-    weights = ctx.weights_gb(sel.variant)
-    single_ok = any(ctx.strategy(s).deploy_type == "single_node" and ctx.strategy_block_reason(s, sel.hardware) is None
-                    for s in ctx.strategies)
-    multi_ok = hwp.scalable and any(ctx.strategy(s).deploy_type == "multi_node" and ctx.strategy_block_reason(s, sel.hardware) is None
-                                    for s in ctx.strategies)
-    opts["nodes"] = []
-    for k in range(1, MAX_NODES + 1):
-        keep = deploy == "multi_node" and k > 1
-        query = base.with_values(nodes=k, strategy=sel.strategy if keep else None, **pd_keys)
-        reason = None
-        if deploy == "pd_cluster":
-            reason = "P/D disaggregation sizes its prefill and decode pools below."
-        elif k == 1 and not single_ok:
-            reason = "No single-node strategy is offered here."
-        elif k > 1 and not multi_ok:
-            reason = f"No multi-node strategy is offered on {hwp.display_name}."
-        else:
-            got, why = _resolved_with_notices(ctx, dict(query.values))
-            if got.nodes != k:
-                reason = _raise_reason(why, k, got.nodes)
-            elif any(n.level == "error" for n in why):
-                reason = next(n.message for n in why if n.level == "error")
-        opts["nodes"].append({
-            "id": str(k), "label": str(k), "selected": deploy != "pd_cluster" and k == sel.nodes,
-            "disabled": reason is not None, "reason": reason, "query": query.query(),
-        })
-
-    opts["strategy"] = []
-    for s in ctx.strategies:
-        st = ctx.strategy(s)
-        reason = ctx.strategy_block_reason(s, sel.hardware)
-        if reason is None and st.deploy_type == "single_node" and weights and not ctx.fits_one_node(sel.hardware, sel.variant, util):
-            reason = f"One {hwp.display_name} node cannot hold {weights:g} GB of weights."
-        if reason is None and ctx.floor_nodes(s, sel.hardware) > MAX_NODES:
-            reason = f"Needs more than {MAX_NODES} nodes of {hwp.display_name}."
-        same_kind = st.deploy_type == deploy
-        query = base.with_values(strategy=s, nodes=(None if not same_kind or st.deploy_type != "multi_node" else base.get("nodes")),
-                                 **(pd_keys if s != "pd_cluster" else {}))
-        if reason is None:
-            # A strategy that no node count makes work (e.g. TP+DP where one node
-            # cannot hold a replica) is disabled with the composer's reason.
-            _, why = _resolved_with_notices(ctx, dict(query.values))
-            errors = [n.message for n in why if n.level == "error"]
-            if errors:
-                reason = errors[0]
-        floor = ctx.floor_gpus(s, sel.hardware)
-        desc = st.description + (f" Needs at least {floor} GPUs ({ctx.floor_nodes(s, sel.hardware)} × {hwp.display_name})." if floor else "")
-        opts["strategy"].append({
-            "id": s, "label": ctx.strategy_label(s), "description": desc,
-            "deploy_type": st.deploy_type, "min_gpus": ctx.floor_gpus(s, sel.hardware),
-            "selected": s == sel.strategy, "disabled": reason is not None, "reason": reason,
-            "query": query.query(),
-        })
-
-    if deploy == "pd_cluster":
-        modes = pd_modes(ctx, sel.hardware)
-        for name in POOLS:
-            pool = sel.pool(name)
-            opts[f"{name}_mode"] = [{
-                "id": m, "label": m.upper(), "selected": m == pool.mode, "disabled": False, "reason": None,
-                "query": base.with_values(**{f"{name}_mode": m, f"{name}_nodes": None}).query(),
-            } for m in modes]
-            opts[f"{name}_nodes"] = []
-            for k in range(1, MAX_NODES + 1):
-                query = base.with_values(**{f"{name}_nodes": k})
-                got, why = _resolved_with_notices(ctx, dict(query.values))
-                got_k = got.pool(name).nodes if got.pool(name) else k
-                reason = _raise_reason(why, k, got_k) if got_k != k else None
-                opts[f"{name}_nodes"].append({
-                    "id": str(k), "label": str(k), "selected": k == pool.nodes, "disabled": reason is not None,
-                    "reason": reason, "query": query.query(),
-                })
-
-    opts["features"] = []
-    for f, spec in ctx.recipe.features.items():
-        on = f in sel.features
-        excl = ctx.exclusive_with(f)
-        new = tuple(x for x in sel.features if x != f) if on else tuple(x for x in sel.features if x not in excl) + (f,)
-        desc = spec.description + (f" Turning it on turns off {', '.join(feature_label(ctx, x) for x in excl)}." if excl else "")
-        opts["features"].append({
-            "id": f, "label": feature_label(ctx, f), "description": desc, "selected": on,
-            "disabled": ctx.feature_block_reason(f, sel.strategy) is not None,
-            "reason": ctx.feature_block_reason(f, sel.strategy),
-            "query": base.with_values(features=list(new)).query(),
-        })
-    opts["advanced"] = []
-    for k in ctx.advanced_knobs(sel.strategy):
-        on = k.id in sel.advanced
-        new = tuple(x for x in sel.advanced if x != k.id) if on else sel.advanced + (k.id,)
-        opts["advanced"].append({
-            "id": k.id, "label": k.label, "description": k.description, "selected": on,
-            "disabled": False, "reason": None, "query": base.with_values(advanced=list(new) or None).query(),
-        })
-    opts["kv_offload"] = [{"id": "off", "label": "Off", "description": "KV cache stays in GPU HBM.",
-                           "selected": not sel.kv_offload, "disabled": False, "reason": None,
-                           "query": base.with_values(kv_offload=None).query()}]
-    for kid in ctx.kv_options():
-        reason = ctx.kv_block_reason(kid, sel.strategy, sel.hardware)
-        opt = ctx.catalog.taxonomy.kv_offload.get(kid)
-        desc = opt.description if opt else ctx.strategy(kid).description
-        opts["kv_offload"].append({
-            "id": kid, "label": ctx.kv_label(kid), "description": desc, "selected": kid == sel.kv_offload,
-            "disabled": reason is not None, "reason": reason, "query": base.with_values(kv_offload=kid).query(),
-        })
-    image = run.docker_image(ctx, sel.hardware, sel.variant)
-    opts["install"] = [
-        {"id": "pip", "label": "pip", "description": "Install vLLM with pip (uv) on each node and run the commands there.",
-         "selected": sel.install == "pip", "disabled": False, "reason": None, "query": base.with_values(install="pip").query()},
-        {"id": "docker", "label": "Docker", "description": f"Run each command in the {image} container." if image else "",
-         "selected": sel.install == "docker", "disabled": image is None,
-         "reason": None if image else f"No vLLM container image is known for {hwp.brand} hardware.",
-         "query": base.with_values(install="docker").query()},
-    ]
-    for items in opts.values():
-        for item in items:
-            item.setdefault("description", "")
-    _mark_defaults_and_effects(ctx, sel, opts)
-    return opts
-
-
-def _dim_values(sel: Selection) -> dict[str, set[str]]:
-    vals = {"hardware": {sel.hardware}, "variant": {sel.variant}, "strategy": {sel.strategy},
-            "nodes": set() if sel.prefill else {str(sel.nodes)}, "features": set(sel.features),
-            "advanced": set(sel.advanced), "kv_offload": {sel.kv_offload or "off"}, "install": {sel.install}}
-    for name in POOLS:
-        pool = sel.pool(name)
-        vals[f"{name}_mode"] = {pool.mode} if pool else set()
-        vals[f"{name}_nodes"] = {str(pool.nodes)} if pool else set()
-    return vals
-
-
-EFFECT_DIMS = ("hardware", "variant", "nodes", "strategy", "prefill_mode", "prefill_nodes", "decode_mode",
-               "decode_nodes", "features", "kv_offload")
-
-
-def _mark_defaults_and_effects(ctx: RecipeContext, sel: Selection, opts: dict) -> None:
-    """``default`` marks the option(s) the recipe default selects, ``changed`` an
-    option whose state differs from it; ``effects`` says, before the click, what
-    else a click would switch (e.g. "also: strategy → Multi-node TP, nodes → 2")."""
-    default = _dim_values(_resolved_selection(ctx, {}))
-    current = _dim_values(sel)
-    for dim, items in opts.items():
-        for item in items:
-            item["default"] = item["id"] in default.get(dim, set())
-            item["changed"] = item["selected"] != item["default"]
-            item["effects"] = ""
-            if item["selected"] or item["disabled"]:
-                continue
-            got = _dim_values(_resolved_selection(ctx, dict(parse_query(item["query"]).values)))
-            changes = []
-            for d in EFFECT_DIMS:
-                if d == dim or got.get(d) == current.get(d):
-                    continue
-                if d in ("features",):
-                    on = sorted(got[d] - current[d])
-                    off = sorted(current[d] - got[d])
-                    parts = [f"+{feature_label(ctx, f)}" for f in on] + [f"−{feature_label(ctx, f)}" for f in off]
-                    changes.append(f"features {' '.join(parts)}")
-                elif got.get(d):
-                    value = next(iter(got[d]))
-                    label = ctx.strategy_label(value) if d == "strategy" else (
-                        ctx.hw(value).display_name if d == "hardware" else value)
-                    changes.append(f"{d.replace('_', ' ')} → {label}")
-                elif d != "nodes":
-                    changes.append(f"{d.replace('_', ' ')} no longer applies")
-            if changes:
-                item["effects"] = "Also changes " + "; ".join(changes) + "."
-
-
-def groups() -> dict:
-    """Legend and one-line help of every control group."""
-    return {dim: {"legend": legend, "help": text} for dim, (legend, text) in GROUPS.items()}
 
 
 def summary(ctx: RecipeContext, sel: Selection, commands: list[dict]) -> str:

@@ -36,16 +36,16 @@ def _dq_escape(text: str) -> str:
     return re.sub(r'([\\"`$])', r"\\\1", text)
 
 
-def command_text(argv: list[str], units: list[list[str]] | None = None) -> str:
-    """``argv`` as a multi-line shell command: the program words on the first line,
-    then one option (flag and value) per continuation line.
+def command_text(argv: list[str], units: list[list[str]] | None = None, head: int = 3) -> str:
+    """``argv`` as a multi-line shell command: the first ``head`` words (``vllm
+    serve MODEL``) on the first line, then one option (flag and value) per
+    continuation line.
 
-    ``units`` groups argv[3:] into options; without it every token after the
-    first three words starts a new line unless it is a flag's value.
+    ``units`` groups the options; without it every token after the head starts
+    a new line unless it is a flag's value.
     """
-    head = " ".join(quote(a) for a in argv[:3])
-    lines = [head]
-    for unit in units if units is not None else _group(argv[3:]):
+    lines = [" ".join(quote(a) for a in argv[:head])]
+    for unit in units if units is not None else _group(argv[head:]):
         lines.append("  " + " ".join(quote(t) for t in unit))
     return " \\\n".join(lines)
 

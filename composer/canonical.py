@@ -1,0 +1,82 @@
+"""Canonical URLs: the smallest query that resolves to a selection.
+
+Parameters equal to what the recipe would choose anyway are dropped, so a link
+with no parameters is the recipe default and a shared link keeps only what the
+person chose (issue: "Share … defaults omitted, a v= schema version").
+"""
+
+from __future__ import annotations
+
+from composer.context import RecipeContext
+from composer.request import SCHEMA_VERSION, Request, parse_query
+from composer.resolve import POOLS, Selection, resolve
+
+
+def selection_values(sel: Selection) -> dict[str, str]:
+    """Every query parameter that states ``sel`` explicitly."""
+    vals = {"hardware": sel.hardware, "variant": sel.variant, "strategy": sel.strategy,
+            "features": ",".join(sel.features), "advanced": ",".join(sel.advanced),
+            "kv_offload": sel.kv_offload or "off", "install": sel.install}
+    if sel.prefill:
+        for name in POOLS:
+            p = sel.pool(name)
+            vals[f"{name}_mode"] = p.mode
+            vals[f"{name}_nodes"] = str(p.nodes)
+    else:
+        vals["nodes"] = str(sel.nodes)
+    return vals
+
+
+DROP_ORDER = ("nodes", "prefill_nodes", "decode_nodes", "strategy", "prefill_mode", "decode_mode",
+              "features", "advanced", "kv_offload", "install", "variant", "hardware")
+
+
+def resolved_selection(ctx: RecipeContext, values: dict[str, str]) -> Selection:
+    """``resolve`` of a parameter dict, cached on the context (canonical URLs try
+    the same small dicts again and again)."""
+    cache = ctx.__dict__.setdefault("_selection_cache", {})
+    key = tuple(sorted(values.items()))
+    if key not in cache:
+        if len(cache) > 4096:
+            cache.clear()
+        cache[key] = resolve(ctx, parse_query(values))[0]
+    return cache[key]
+
+
+def raise_reason(notices, asked: int, got: int) -> str:
+    """Why a node count would not be kept, for a disabled option's tooltip."""
+    import re
+
+    for n in notices:
+        if n.code == "nodes-raised":
+            detail = re.sub(r"^.*?nodes raised from \d+ to \d+: ", "", n.message, flags=re.I)
+            return f"Becomes {got}: {detail}"
+    return f"{asked} node(s) cannot run this deployment; it needs {got}."
+
+
+def resolved_with_notices(ctx: RecipeContext, values: dict[str, str]):
+    """``resolve`` of a parameter dict with its notices, cached on the context."""
+    cache = ctx.__dict__.setdefault("_resolve_cache", {})
+    key = tuple(sorted(values.items()))
+    if key not in cache:
+        if len(cache) > 4096:
+            cache.clear()
+        sel, notices = resolve(ctx, parse_query(values))
+        cache[key] = (sel, notices.items())
+    return cache[key]
+
+
+def canonical_request(ctx: RecipeContext, sel: Selection) -> Request:
+    """The smallest request that resolves to ``sel``: parameters equal to what the
+    recipe would choose anyway are omitted (a link with no parameters is the
+    recipe default), and ``v`` is set when any parameter remains."""
+    vals = selection_values(sel)
+    for key in DROP_ORDER:
+        if key not in vals:
+            continue
+        trial = {k: v for k, v in vals.items() if k != key}
+        if resolved_selection(ctx, trial) == sel:
+            vals = trial
+    if vals:
+        vals["v"] = SCHEMA_VERSION
+    return parse_query(vals)
