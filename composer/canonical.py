@@ -48,8 +48,8 @@ def raise_reason(notices, asked: int, got: int) -> str:
     import re
 
     for n in notices:
-        if n.code == "nodes-raised":
-            detail = re.sub(r"^.*?nodes raised from \d+ to \d+: ", "", n.message, flags=re.I)
+        if n.code in ("nodes-raised", "nodes-lowered"):
+            detail = re.sub(r"^.*?nodes (raised|lowered) from \d+ to \d+: ", "", n.message, flags=re.I)
             return f"Becomes {got}: {detail}"
     return f"{asked} node(s) cannot run this deployment; it needs {got}."
 

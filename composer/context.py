@@ -226,19 +226,41 @@ class RecipeContext:
         gpus = self.floor_gpus(key, hw_id)
         return max(1, math.ceil(gpus / self.hw(hw_id).gpu_count)) if gpus else 1
 
-    def single_node_tp(self, hw_id: str, variant_id: str) -> int:
+    def single_node_tp(self, hw_id: str, variant_id: str, util: float = 0.9) -> int:
         """TP of ``single_node_tp`` (semantics §4.1): ``variants.<v>.tp``, then
-        ``strategy_overrides.single_node_tp.tp`` (capped at the node's GPUs), else
-        1 if the weights fit one GPU, else every GPU of the node."""
+        ``strategy_overrides.single_node_tp.tp``, then a ``--tensor-parallel-size``
+        the recipe's hardware overrides give for this hardware (all capped at the
+        node's GPUs); else 1 if the weights fit one GPU at ``util`` (the
+        gpu-memory-utilization in force), else every GPU of the node."""
         hw = self.hw(hw_id)
-        for raw in (self.variant(variant_id).tp, getattr(self.recipe.strategy_overrides.get("single_node_tp"), "tp", None)):
+        for raw in (self.variant(variant_id).tp, getattr(self.recipe.strategy_overrides.get("single_node_tp"), "tp", None),
+                    self.hardware_override_tp(hw_id, variant_id)):
             v = hw_value(raw, hw_id, hw)
             if v and v > 0:
                 return int(v) if hw.gen == "cpu" else min(int(v), hw.gpu_count)
         weights = self.weights_gb(variant_id)
         if weights is None or not hw.vram_gb:
             return hw.gpu_count
-        return 1 if weights <= hw.gb_per_gpu else hw.gpu_count
+        return 1 if weights <= hw.gb_per_gpu * util else hw.gpu_count
+
+    @_memo
+    def hardware_override_tp(self, hw_id: str, variant_id: str) -> int | None:
+        """``--tensor-parallel-size`` set by recipe or variant hardware overrides."""
+        from composer.argv import ArgvError, parse_tokens
+        from composer.lookup import lookup_blocks
+
+        hw = self.hw(hw_id)
+        found = None
+        for blocks in (self.recipe.hardware_overrides, self.variant(variant_id).hardware_overrides):
+            for _, block in lookup_blocks(blocks, hw_id, hw):
+                try:
+                    units = parse_tokens(list(block.extra_args) + list(block.args))
+                except ArgvError:
+                    continue
+                for u in units:
+                    if u.key == "tensor-parallel-size" and u.value and u.value.isdigit():
+                        found = int(u.value)
+        return found
 
     # ----- features and knobs ---------------------------------------------
     @_memo

@@ -172,7 +172,7 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
         argv.add_tokens(strat.vllm_args, Source("strategy", f"{skey}.vllm_args"))
         env.add(strat.env, Source("strategy", f"{skey}.env"))
     if spec is not None:
-        argv.add(list(spec.topology), Source("strategy", f"composer: {sid} topology"))
+        argv.add(list(spec.topology), Source("strategy", f"{TOPOLOGY_SOURCE} of {spec.role} node {spec.rank}"))
     if so is not None:
         okey = f"strategy_overrides.{sid}"
         argv.add_tokens(so.extra_args, Source("strategy", f"{okey}.extra_args"))
@@ -229,7 +229,44 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
             vllm = store.vllm or {}
             argv.add_tokens([str(x) for x in vllm.get("vllm_args", [])], Source("kv_offload", f"kv_store/{kv}.vllm.vllm_args"))
             env.add({str(k): _s(v) for k, v in (vllm.get("env") or {}).items()}, Source("kv_offload", f"kv_store/{kv}.vllm.env"))
+    if spec is not None:
+        removed += _reassert_topology(argv, spec)
     return argv, env, removed
+
+
+TOPOLOGY_KEYS = frozenset({
+    "tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size", "data-parallel-size-local",
+    "data-parallel-address", "data-parallel-rpc-port", "data-parallel-start-rank", "nnodes", "node-rank",
+    "master-addr", "headless",
+})
+"""Flags that describe the parallel layout and rendezvous: the composer computes
+them from the strategy, hardware and node count, and no recipe layer may change
+them afterwards (the summary and the capacity check describe that layout)."""
+TOPOLOGY_SOURCE = "composer: topology"
+
+
+def _reassert_topology(argv: ArgvBuilder, spec: CommandSpec) -> list[tuple[str | None, object]]:
+    """Put the computed topology back over any recipe value for the same flags,
+    and drop topology flags the layout does not use. Returns the displaced
+    entries as ``(None, Entry)`` for notices. With ``--data-parallel-hybrid-lb``
+    every node serves its own API, so ``--headless`` is dropped."""
+    displaced = []
+    hybrid = argv.get("data-parallel-hybrid-lb")
+    hybrid_on = hybrid is not None and hybrid.unit.enabled
+    wanted = {u.key: u for u in spec.topology if not (hybrid_on and u.key == "headless")}
+    for key in TOPOLOGY_KEYS:
+        entry = argv.get(key)
+        if entry is None:
+            continue
+        if key not in wanted:
+            argv.remove(key)
+            if not entry.source.key.startswith(TOPOLOGY_SOURCE):
+                displaced.append((None, entry))
+        elif entry.unit != wanted[key] or not entry.source.key.startswith(TOPOLOGY_SOURCE):
+            if entry.unit != wanted[key]:
+                displaced.append((None, entry))
+            argv.add([wanted[key]], Source("strategy", f"{TOPOLOGY_SOURCE} of {spec.role} node {spec.rank}"))
+    return displaced
 
 
 def _s(v) -> str:

@@ -74,7 +74,8 @@ def dp_local_override(ctx: RecipeContext, sid: str, hw_id: str) -> int | None:
 
 
 def make_layout(ctx: RecipeContext, mode: str, hw_id: str, variant_id: str, nodes: int,
-                single_node: bool = False, role_tp: int | None = None, sid: str | None = None) -> Layout:
+                single_node: bool = False, role_tp: int | None = None, sid: str | None = None,
+                util: float = DEFAULT_GPU_UTIL) -> Layout:
     """The layout of ``mode`` on ``nodes`` nodes of ``hw_id`` (semantics §4.2, §5.2)."""
     g = ctx.hw(hw_id).gpu_count
     if mode == "tp_pp":
@@ -90,7 +91,7 @@ def make_layout(ctx: RecipeContext, mode: str, hw_id: str, variant_id: str, node
         return Layout(mode, nodes, g, tp=max(1, g // local), dp=nodes * local, dp_local=local, replica_nodes=nodes)
     tp = nodes * g
     if single_node and sid == "single_node_tp":
-        tp = ctx.single_node_tp(hw_id, variant_id)
+        tp = ctx.single_node_tp(hw_id, variant_id, util)
     return Layout(mode, nodes, g, tp=tp, replica_nodes=nodes)
 
 

@@ -29,6 +29,7 @@ class Notices:
 
     def add(self, level: str, code: str, message: str) -> None:
         assert level in LEVELS, level
+        message = message[:1].upper() + message[1:]
         self._items.setdefault((code, message), Notice(level, code, message))
 
     def extend(self, other: "Notices") -> None:

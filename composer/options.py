@@ -107,6 +107,8 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
                 got, why = resolved_with_notices(ctx, dict(query.values))
                 got_k = got.pool(name).nodes if got.pool(name) else k
                 reason = raise_reason(why, k, got_k) if got_k != k else None
+                if reason is None and any(n.level == "error" for n in why):
+                    reason = next(n.message for n in why if n.level == "error")
                 opts[f"{name}_nodes"].append({
                     "id": str(k), "label": str(k), "selected": k == pool.nodes, "disabled": reason is not None,
                     "reason": reason, "query": query.query(),

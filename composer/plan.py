@@ -90,6 +90,11 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
     if extra_env:
         env_b.add(extra_env, Source("strategy", "composer: per-node placement"))
     for fid, entry in removed:
+        if fid is None:
+            notices.add("warning", "topology-kept",
+                        f"{source_label(ctx, entry.source)} sets {entry.unit.display()}, which contradicts the computed "
+                        f"layout ({summary_layout(ctx, sel)}); the layout's flags are used.")
+            continue
         notices.add("info", "feature-owned-flag",
                     f"{feature_label(ctx, fid)} is off, so {entry.unit.display()} from {source_label(ctx, entry.source)} was removed.")
     entries = argv_b.entries()
@@ -180,6 +185,11 @@ def _router(ctx: RecipeContext, sel: Selection, endpoints: dict[str, list[str]])
     return {"role": "router", "node_rank": 0, "pool": None, "label": "Router", "argv": argv, "env": {},
             "command": text, "env_text": "", "text": text, "provenance": [], "env_provenance": [],
             "install": "uv pip install vllm-router"}
+
+
+def summary_layout(ctx: RecipeContext, sel: Selection) -> str:
+    """The layout part of the summary, e.g. "TP 16" or "DP 16 + EP"."""
+    return summary(ctx, sel, []).split(" · ")[-2] if not sel.prefill else "P/D pools"
 
 
 def summary(ctx: RecipeContext, sel: Selection, commands: list[dict]) -> str:

@@ -91,7 +91,8 @@ def _util_in_force(ctx: RecipeContext, sel: Selection, pool: str | None) -> floa
 def layout_for(ctx: RecipeContext, sel: Selection, nodes: int) -> Layout:
     sid = sel.strategy
     single = ctx.strategy(sid).deploy_type == "single_node"
-    return make_layout(ctx, strategy_mode(ctx, sid), sel.hardware, sel.variant, nodes, single_node=single, sid=sid)
+    util = util_in_force(ctx, sel) if single else DEFAULT_GPU_UTIL
+    return make_layout(ctx, strategy_mode(ctx, sid), sel.hardware, sel.variant, nodes, single_node=single, sid=sid, util=util)
 
 
 def pool_layout(ctx: RecipeContext, sel: Selection, name: str, mode: str, nodes: int) -> Layout:
@@ -112,9 +113,15 @@ def layout_ok(ctx: RecipeContext, sel: Selection, lay: Layout, util: float) -> s
     return None
 
 
-def smallest_nodes(ctx: RecipeContext, sel: Selection, lower: int, make) -> int | None:
-    """Smallest n in [lower, MAX_NODES] whose layout ``make(n)`` is ok, else None."""
+def smallest_nodes(ctx: RecipeContext, sel: Selection, lower: int, make, floor: int = 1) -> int | None:
+    """Smallest n in [lower, MAX_NODES] whose layout ``make(n)`` is ok; if there
+    is none, the largest ok n in [floor, lower) (a request above every valid
+    count comes down to the nearest one); else None."""
     for n in range(max(1, lower), MAX_NODES + 1):
+        lay, util = make(n)
+        if layout_ok(ctx, sel, lay, util) is None:
+            return n
+    for n in range(min(lower, MAX_NODES + 1) - 1, max(1, floor) - 1, -1):
         lay, util = make(n)
         if layout_ok(ctx, sel, lay, util) is None:
             return n
@@ -260,14 +267,18 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         return sel, n
     floor = max(2, ctx.floor_nodes(sid, hw))
     lower = max(floor, want_nodes or 1)
-    nodes = smallest_nodes(ctx, sel, lower, lambda k: (layout_for(ctx, sel, k), util))
+    nodes = smallest_nodes(ctx, sel, lower, lambda k: (layout_for(ctx, sel, k), util), floor)
     if nodes is None:
         n.add("error", "capacity", f"No node count up to {MAX_NODES} of {hwname} gives {ctx.strategy_label(sid)} a valid layout that holds the weights. {fit_hint(ctx, sel)}")
         nodes = lower if lower <= MAX_NODES else MAX_NODES
     elif want_nodes is not None and nodes != want_nodes:
         floor_msg = f"{ctx.strategy_label(sid)} needs at least {floor} nodes ({max(ctx.floor_gpus(sid, hw), 2 * ctx.hw(hw).gpu_count) if floor == 2 else ctx.floor_gpus(sid, hw)} GPUs)."
         why = raise_reasons(ctx, sel, want_nodes, floor, nodes, floor_msg, lambda k: layout_for(ctx, sel, k), util)
-        n.add("warning", "nodes-raised", f"Nodes raised from {want_nodes} to {nodes}: {why}")
+        if nodes > want_nodes:
+            n.add("warning", "nodes-raised", f"Nodes raised from {want_nodes} to {nodes}: {why}")
+        else:
+            n.add("warning", "nodes-lowered", f"Nodes lowered from {want_nodes} to {nodes}: "
+                  f"{layout_ok(ctx, sel, layout_for(ctx, sel, want_nodes), util)} No larger count up to {MAX_NODES} works.")
     return Selection(hw, variant, sid, nodes, sel.features, adv, kv, install=sel.install), n
 
 
@@ -397,15 +408,19 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
         util = util_in_force(ctx, sel_p, name)
         floor = ctx.floor_nodes(mode, hw)
         lower = max(floor, want or recipe_nodes or 1)
-        nodes = smallest_nodes(ctx, sel, lower, lambda k, m=mode, nm=name, u=util: (pool_layout(ctx, sel, nm, m, k), u))
+        nodes = smallest_nodes(ctx, sel, lower, lambda k, m=mode, nm=name, u=util: (pool_layout(ctx, sel, nm, m, k), u), floor)
         label = f"{name.capitalize()} pool ({mode.upper()})"
         if nodes is None:
             n.add("error", "capacity", f"{label}: no node count up to {MAX_NODES} of {ctx.hw(hw).display_name} holds the weights with a valid layout.")
             nodes = min(lower, MAX_NODES)
         elif want is not None and nodes != want:
             floor_msg = f"{mode.upper()} needs at least {ctx.floor_gpus(mode, hw)} GPUs."
-            why = raise_reasons(ctx, sel, want, floor, nodes, floor_msg,
-                                lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), util)
-            n.add("warning", "nodes-raised", f"{label}: nodes raised from {want} to {nodes}: {why}")
+            if nodes > want:
+                why = raise_reasons(ctx, sel, want, floor, nodes, floor_msg,
+                                    lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), util)
+                n.add("warning", "nodes-raised", f"{label}: nodes raised from {want} to {nodes}: {why}")
+            else:
+                why = layout_ok(ctx, sel, pool_layout(ctx, sel, name, mode, want), util)
+                n.add("warning", "nodes-lowered", f"{label}: nodes lowered from {want} to {nodes}: {why} No larger count up to {MAX_NODES} works.")
         pools[name] = Pool(mode, nodes)
     return Selection(**{**sel.__dict__, "nodes": pools["prefill"].nodes + pools["decode"].nodes, **pools}), n

@@ -152,3 +152,58 @@ def test_tp_dp_where_one_node_cannot_hold_a_replica_is_an_error_and_disabled(pla
     assert p["capacity"][0]["fits"] is False and "each replica" in p["capacity"][0]["where"]
     opt = next(o for o in plan("hardware=h200")["options"]["strategy"] if o["id"] == "multi_node_tp_dp")
     assert opt["disabled"] and "holds the weights" in opt["reason"]
+
+
+# ---- inputs found by adversarial testing (kept as regression tests) ----
+CORPUS_ROOT = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "upstream-recipes"
+needs_corpus = pytest.mark.skipif(not CORPUS_ROOT.exists(), reason="shared corpus not present")
+
+
+def corpus_plan(rid, query):
+    from composer.api import compose, make_context
+    from composer.loader import load_catalog, load_recipe
+    return compose(make_context(rid, load_recipe(CORPUS_ROOT, rid), load_catalog(CORPUS_ROOT)), query)
+
+
+@needs_corpus
+def test_recipe_tp_flag_cannot_contradict_the_computed_layout():
+    # MiniMax-M2's AMD block sets --tensor-parallel-size 2; on 2 nodes the layout is TP 16.
+    p = corpus_plan("MiniMaxAI/MiniMax-M2", "hardware=mi300x&strategy=multi_node_tp&nodes=2")
+    for c in p["commands"]:
+        assert flag(c["argv"], "--tensor-parallel-size") == "16" and c["argv"].count("--tensor-parallel-size") == 1
+    assert "TP 16" in p["summary"]
+    assert any(n["code"] == "topology-kept" and "--tensor-parallel-size 2" in n["message"] for n in p["notices"])
+
+
+@needs_corpus
+def test_single_node_tp_auto_fit_counts_gpu_memory_utilization():
+    # 170 GB on one 180 GB B200 fits raw memory but not 0.9 × 180 = 162 GB.
+    p = corpus_plan("meta-llama/Llama-3.3-70B-Instruct", "")
+    assert p["status"] == "ok"
+    tp = int(flag(p["commands"][0]["argv"], "--tensor-parallel-size"))
+    assert p["capacity"][0]["fits"] and tp > 1
+
+
+def test_request_above_every_valid_count_comes_down(plan):
+    p = plan("strategy=multi_node_tp&nodes=9")  # TP 72 … 128 never divide 64 heads
+    assert p["status"] == "ok" and p["selection"]["nodes"] == 8
+    assert any(n["code"] == "nodes-lowered" for n in p["notices"])
+
+
+def test_hybrid_lb_follower_is_not_headless(plan, tmp_path):
+    # A recipe that adds --data-parallel-hybrid-lb to TP+DP: every node serves its
+    # API, so followers must not be --headless as well.
+    import shutil
+    import yaml
+    from composer.api import compose, make_context
+    from composer.loader import load_catalog, load_recipe
+    root = tmp_path / "recipes"
+    shutil.copytree(__import__("pathlib").Path(__file__).resolve().parents[1] / "recipes", root)
+    path = root / "models/moonshotai/Kimi-K3.yaml"
+    data = yaml.safe_load(path.read_text())
+    data.setdefault("strategy_overrides", {})["multi_node_tp_dp"] = {"extra_args": ["--data-parallel-hybrid-lb"]}
+    path.write_text(yaml.safe_dump(data))
+    ctx = make_context("moonshotai/Kimi-K3", load_recipe(root, "moonshotai/Kimi-K3"), load_catalog(root))
+    p = compose(ctx, "hardware=b300&strategy=multi_node_tp_dp")
+    for c in p["commands"]:
+        assert "--data-parallel-hybrid-lb" in c["argv"] and "--headless" not in c["argv"]
