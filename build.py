@@ -37,7 +37,7 @@ from composer.api import compose, make_context
 from composer.argv import ArgvError
 from composer.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths
 from composer.schema import Catalog, Recipe
-from composer.validate import check_recipe_args
+from composer.validate import check_recipe_args, check_recipe_references
 
 ROOT = Path(__file__).resolve().parent
 PYODIDE_DIR = ROOT / "node_modules" / "pyodide"
@@ -102,15 +102,11 @@ def validate(recipes_dir: Path, keep_going: bool = False) -> tuple[Catalog, dict
 
 
 def check_references(rid: str, recipe: Recipe, catalog: Catalog, recipes_dir: Path) -> list[RecipeError]:
-    """Cross-file checks: ids a recipe names must exist, and its args must parse
-    and compose (a broken arg list is reported with the recipe file)."""
+    """Cross-file checks: ids a recipe names must exist, its arg lists must parse
+    without contradicting themselves, and its default plan must compose."""
     file = f"models/{rid}.yaml"
-    errs = []
-    hw = catalog.taxonomy.hardware_profiles
-    if recipe.meta.default_hardware and recipe.meta.default_hardware not in hw:
-        errs.append(RecipeError(file, "meta.default_hardware", f"{recipe.meta.default_hardware!r} is not a hardware profile of taxonomy.yaml"))
-    for key, message in check_recipe_args(recipe):
-        errs.append(RecipeError(file, key, message))
+    errs = [RecipeError(file, key, message) for key, message in check_recipe_references(recipe, catalog)]
+    errs += [RecipeError(file, key, message) for key, message in check_recipe_args(recipe)]
     if errs:
         return errs
     try:
@@ -195,6 +191,12 @@ def index_entry(ctx, recipe: Recipe, plan: dict) -> dict:
     }
 
 
+def script_json(data) -> str:
+    """JSON safe inside ``<script type="application/json">``: ``<``, ``>`` and ``&``
+    are escaped so recipe text can never close the element or open a comment."""
+    return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def recipe_schema() -> dict:
     """JSON Schema of a recipe file, generated from the pydantic models (the same
     models the build validates with)."""
@@ -211,6 +213,13 @@ _JOB: dict = {}
 def _recipe_job(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
     """Validate one recipe and, if it is good, write its page, browser data and
     API document into the build directory. Runs in a worker process."""
+    try:
+        return _render_recipe(rid)
+    except Exception as exc:  # a recipe the checks let through must still not crash the build
+        return rid, None, [RecipeError(f"models/{rid}.yaml", "", f"could not be composed: {type(exc).__name__}: {exc}")]
+
+
+def _render_recipe(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
     job = _JOB
     recipe, problems = load_and_check(job["recipes_dir"], rid, job["paths"][rid], job["catalog"])
     if recipe is None:
@@ -227,7 +236,7 @@ def _recipe_job(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
     prefix = "../" * (rid.count("/") + 1)
     data_url = f"{prefix}data/{rid}.json?h={_short_hash(recipe_text)}"
     html = job["env"].get_template("recipe.html").render(plan=plan, recipe=recipe, rid=rid, prefix=prefix, runtime=runtime,
-                                                         plan_json=json.dumps(plan), data_url=data_url)
+                                                         plan_json=script_json(plan), data_url=data_url)
     (tmp / rid).mkdir(parents=True, exist_ok=True)
     (tmp / rid / "index.html").write_text(html)
     return rid, index_entry(ctx, recipe, plan), []
@@ -251,6 +260,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     env = Environment(loader=FileSystemLoader(ROOT / "site_src"), autoescape=select_autoescape(["html"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     out = out.resolve()
+    check_output_dir(out, recipes_dir.resolve())
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=out.parent))
     try:
@@ -266,6 +276,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         catalog_text = json.dumps(catalog.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
         (tmp / "data" / "catalog.json").write_text(catalog_text)
         (tmp / "schema" / "recipe.schema.json").write_text(json.dumps(recipe_schema(), indent=1))
+        (tmp / SITE_MARKER).write_text("Built by build.py; this directory is replaced by the next build.\n")
         runtime = {"wheels": [f"wheels/{w.name}" for w in wheels], "composer": f"wheels/composer.zip?h={composer_hash}",
                    "catalog": f"data/catalog.json?h={_short_hash(catalog_text)}"}
         _JOB.update(recipes_dir=recipes_dir, paths=paths, catalog=catalog, tmp=tmp, runtime=runtime, env=env)
@@ -292,6 +303,23 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     finally:
         _JOB.clear()
     return {"recipes": len(entries), "out": str(out), "errors": errors}
+
+
+SITE_MARKER = ".vllm-recipes-site"
+"""File that marks a directory as one of our builds (safe to replace)."""
+
+
+def check_output_dir(out: Path, recipes_dir: Path) -> None:
+    """Refuse an ``--out`` that would destroy something else: the recipes, the
+    project, or any non-empty directory that is not a previous build."""
+    if out == recipes_dir or out in recipes_dir.parents or recipes_dir in out.parents:
+        raise BuildError(f"--out {out} overlaps the recipes directory {recipes_dir}; choose another output directory")
+    if out == ROOT or out in ROOT.parents:
+        raise BuildError(f"--out {out} would replace the project itself; choose e.g. {ROOT / 'dist'}")
+    ours = (out / SITE_MARKER).exists() or ((out / "pyodide" / "pyodide.mjs").exists() and (out / "index.html").exists())
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not ours)):
+        raise BuildError(f"--out {out} exists and is not a site built by build.py (no {SITE_MARKER}); "
+                         "remove it or choose another output directory")
 
 
 def _short_hash(text: str) -> str:

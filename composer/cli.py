@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from composer.api import compose, make_context
+from composer.argv import ArgvError
 from composer.loader import RecipeLoadError, load_catalog, load_recipe
 
 DEFAULT_RECIPES = Path(__file__).resolve().parent.parent / "recipes"
@@ -57,10 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         ctx = make_context(args.recipe_id, load_recipe(args.recipes, args.recipe_id), load_catalog(args.recipes))
+        plan = compose(ctx, args.query)
     except RecipeLoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    plan = compose(ctx, args.query)
+    except ArgvError as exc:
+        print(f"error: models/{args.recipe_id}.yaml: {exc} (run `python build.py --recipes {args.recipes}` for every check)", file=sys.stderr)
+        return 2
     if args.json:
         plan = {k: v for k, v in plan.items() if k != "options"}
         print(json.dumps(plan, indent=2))

@@ -276,7 +276,7 @@ class RecipeContext:
         """Features that cannot be on together with ``fid``: upstream's built-in
         pair (text_only / encoder_parallel, semantics §2.4) plus the recipe's
         ``exclusive_features`` groups (a list of lists of feature ids)."""
-        groups = [["text_only", "encoder_parallel"]] + list((self.recipe.model_extra or {}).get("exclusive_features") or [])
+        groups = [["text_only", "encoder_parallel"]] + [list(g) for g in self.recipe.exclusive_features]
         out = []
         for g in groups:
             if fid in g:

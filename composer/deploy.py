@@ -54,7 +54,7 @@ def docker_image(ctx: RecipeContext, hw_id: str, variant_id: str) -> str | None:
     hw_block = variant.hardware_overrides.get(hw_id)
     if hw_block is not None and isinstance(hw_block.docker_image, str):
         candidates.append(hw_block.docker_image)
-    for raw in ((variant.model_extra or {}).get("docker_image"), (ctx.recipe.model.model_extra or {}).get("docker_image")):
+    for raw in (variant.docker_image, ctx.recipe.model.docker_image):
         picked = _pick_image(raw, brand)
         if picked:
             candidates.append(picked)

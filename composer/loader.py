@@ -15,9 +15,28 @@ from pydantic import ValidationError
 from composer.schema import Catalog, Recipe
 
 
-# libyaml's C parser when PyYAML was built with it (10× faster than the pure
-# Python one); same safe semantics either way.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """PyYAML's safe loader (libyaml's C parser when available: 10× faster) that
+    rejects a key given twice in one mapping (plain PyYAML keeps the last one
+    silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                continue
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping", node.start_mark,
+                    f"found the key {key!r} twice (first on line {seen[key] + 1})", key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep)
+
+
+_LOADER = _UniqueKeyLoader
 
 
 @dataclass
@@ -46,6 +65,9 @@ def _read_yaml(path: Path, root: Path, errors: list[RecipeError]):
             return yaml.load(fh, Loader=_LOADER)
     except (OSError, yaml.YAMLError) as exc:
         errors.append(RecipeError(str(path.relative_to(root)), "", f"cannot be read as YAML: {exc}"))
+        return None
+    except UnicodeDecodeError as exc:
+        errors.append(RecipeError(str(path.relative_to(root)), "", f"is not UTF-8 text ({exc.reason} at byte {exc.start})"))
         return None
 
 

@@ -212,11 +212,10 @@ def verification(ctx: RecipeContext, sel: Selection) -> dict:
     hw = ctx.hw(sel.hardware).display_name
     if not ctx.is_verified(sel.hardware):
         return {"verified": False, "verification": "Composed, not verified"}
-    configs = [c for c in (ctx.recipe.meta.model_extra or {}).get("verified_configs") or []
-               if isinstance(c, dict) and c.get("hardware") == sel.hardware]
+    configs = [c for c in ctx.recipe.meta.verified_configs if c.hardware == sel.hardware]
     if not configs:
         return {"verified": True, "verification": f"Verified on {hw}"}
-    if any(c.get("strategy") == sel.strategy for c in configs):
+    if any(c.strategy == sel.strategy for c in configs):
         return {"verified": True, "verification": f"Verified: {hw} · {ctx.strategy_label(sel.strategy)}"}
     return {"verified": False, "verification": f"{hw} verified with other strategies; this one is composed, not verified"}
 

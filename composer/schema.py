@@ -50,7 +50,13 @@ Env = Annotated[dict[str, str], BeforeValidator(_env_map)]
 class Open(BaseModel):
     """Base of every model: unknown keys are kept (display-only keys of the corpus)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    # NaN and infinity are never meaningful sizes or ratios.
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
+
+
+DockerImage = Union[str, dict[str, Union[str, dict[str, str]]], None]
+"""A container image: a string (NVIDIA), a brand map ``{nvidia, amd, tpu, intel}``
+whose NVIDIA value may be a CUDA map ``{cu129, cu130}``, or a bare CUDA map."""
 
 
 class HardwareProfile(Open):
@@ -147,7 +153,7 @@ class HardwareBlock(Open):
     extra_args: Args = []
     extra_env: Env = {}
     args: Args = []
-    docker_image: Any = None
+    docker_image: DockerImage = None
 
 
 RoleSpec.model_rebuild()
@@ -190,6 +196,7 @@ class Variant(Open):
     precision_hardware: dict[str, Any] | None = None
     default_modes: dict[str, str] = {}
     hardware_overrides: dict[str, HardwareBlock] = {}
+    docker_image: DockerImage = None
 
 
 class StrategyOverride(Open):
@@ -207,6 +214,13 @@ class StrategyOverride(Open):
     pool_modes: list[str] | None = None
 
 
+class VerifiedConfig(Open):
+    """A deployment the recipe authors validated: hardware id and strategy id."""
+
+    hardware: str
+    strategy: str
+
+
 class Meta(Open):
     title: str
     provider: str = ""
@@ -214,14 +228,16 @@ class Meta(Open):
     tasks: list[str] = []
     hardware: dict[str, str] = {}
     default_hardware: str | None = None
+    verified_configs: list[VerifiedConfig] = []
 
 
 class Model(Open):
     model_id: str
     base_args: Args = []
     base_env: Env = {}
-    num_attention_heads: int | None = None
+    num_attention_heads: int | None = Field(None, ge=1)
     min_vllm_version: str | None = None
+    docker_image: DockerImage = None
 
 
 class AdvancedOption(Open):
@@ -239,7 +255,7 @@ class Recipe(Open):
     features: dict[str, Feature] = {}
     opt_in_features: list[str] = []
     hardware_opt_in_features: dict[str, list[str]] = {}
-    variants: dict[str, Variant] = {"default": Variant()}
+    variants: dict[str, Variant] = Field(default_factory=lambda: {"default": Variant()}, min_length=1)
     compatible_strategies: list[str] = []
     strategy_hardware: dict[str, dict[str, str]] = {}
     default_strategy: str | None = None
@@ -250,6 +266,7 @@ class Recipe(Open):
     kv_cache_strategy_hardware: dict[str, dict[str, str]] = {}
     hardware_notes: dict[str, Any] = {}
     advanced_options: list[AdvancedOption] = []
+    exclusive_features: list[list[str]] = []
 
 
 class Catalog(BaseModel):

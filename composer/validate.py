@@ -7,7 +7,7 @@ key path of the list (mkdocs-style: all problems collected, none raised).
 from __future__ import annotations
 
 from composer.argv import ArgvError, parse_tokens
-from composer.schema import Recipe
+from composer.schema import Catalog, Recipe
 
 
 def arg_lists(recipe: Recipe):
@@ -19,6 +19,7 @@ def arg_lists(recipe: Recipe):
             yield f"variants.{vid}.hardware_overrides.{hk}.extra_args", b.extra_args
     for hk, b in recipe.hardware_overrides.items():
         yield f"hardware_overrides.{hk}.extra_args", b.extra_args
+        yield f"hardware_overrides.{hk}.args", b.args
     for sid, so in recipe.strategy_overrides.items():
         yield f"strategy_overrides.{sid}.extra_args", so.extra_args
         yield f"strategy_overrides.{sid}.vllm_args", so.vllm_args
@@ -57,8 +58,68 @@ def check_recipe_args(recipe: Recipe) -> list[tuple[str, str]]:
             continue
         seen = {}
         for u in units:
+            if u.key == "gpu-memory-utilization" and not _fraction(u.value):
+                problems.append((key, f"--gpu-memory-utilization {u.value!r} must be a number in (0, 1]"))
             if u.key in seen and seen[u.key] != u:
                 problems.append((key, f"sets --{u.key} twice with different values "
                                       f"({seen[u.key].display()!r} and {u.display()!r}); keep one"))
             seen[u.key] = u
     return problems
+
+
+def _fraction(value: str | None) -> bool:
+    try:
+        return value is not None and 0 < float(value) <= 1
+    except ValueError:
+        return False
+
+
+def check_recipe_references(recipe: Recipe, catalog: Catalog) -> list[tuple[str, str]]:
+    """``(key path, message)`` for ids a recipe names that do not exist: hardware,
+    strategies, features, and the keys of hardware-keyed maps (exact id,
+    generation, brand in lower case, or ``default``). Typos here would otherwise
+    change a command silently (a misspelt ``opt_in_features`` entry turns a
+    feature on by default)."""
+    hw = catalog.taxonomy.hardware_profiles
+    hw_keys = set(hw) | {p.gen for p in hw.values() if p.gen} | {p.brand.lower() for p in hw.values()} | {"default", "nvidia", "amd"}
+    strategies = set(catalog.strategies)
+    features = set(recipe.features)
+    out = []
+
+    def need(key: str, value: str, known: set[str], what: str) -> None:
+        if value not in known:
+            out.append((key, f"{value!r} is not a known {what} ({', '.join(sorted(known)[:12])}{', …' if len(known) > 12 else ''})"))
+
+    if recipe.meta.default_hardware:
+        need("meta.default_hardware", recipe.meta.default_hardware, set(hw), "hardware profile of taxonomy.yaml")
+    for i, c in enumerate(recipe.meta.verified_configs):
+        need(f"meta.verified_configs[{i}].hardware", c.hardware, set(hw), "hardware profile")
+        need(f"meta.verified_configs[{i}].strategy", c.strategy, strategies, "strategy")
+    for i, sid in enumerate(recipe.compatible_strategies):
+        need(f"compatible_strategies[{i}]", sid, strategies, "strategy")
+    if recipe.default_strategy:
+        offered = set(recipe.compatible_strategies) | {s for s, g in recipe.strategy_hardware.items() if "supported" in g.values()}
+        need("default_strategy", recipe.default_strategy, offered, "strategy this recipe offers")
+    for i, f in enumerate(recipe.opt_in_features):
+        need(f"opt_in_features[{i}]", f, features, "feature of this recipe")
+    for h, fs in recipe.hardware_opt_in_features.items():
+        need(f"hardware_opt_in_features.{h}", h, set(hw), "hardware profile")
+        for i, f in enumerate(fs):
+            need(f"hardware_opt_in_features.{h}[{i}]", f, features, "feature of this recipe")
+    for gi, group in enumerate(recipe.exclusive_features):
+        for i, f in enumerate(group):
+            need(f"exclusive_features[{gi}][{i}]", f, features, "feature of this recipe")
+    maps = [("hardware_overrides", recipe.hardware_overrides)]
+    maps += [(f"variants.{v}.hardware_overrides", var.hardware_overrides) for v, var in recipe.variants.items()]
+    for sid, so in recipe.strategy_overrides.items():
+        maps.append((f"strategy_overrides.{sid}.hardware_overrides", so.hardware_overrides))
+        for role in ("prefill", "decode"):
+            r = getattr(so, role)
+            if r is not None:
+                maps.append((f"strategy_overrides.{sid}.{role}.hardware_overrides", r.hardware_overrides))
+    maps += [(f"features.{f}.hardware_overrides", spec.hardware_overrides) for f, spec in recipe.features.items()]
+    maps += [(f"strategy_hardware.{s}", gates) for s, gates in recipe.strategy_hardware.items()]
+    for prefix, mapping in maps:
+        for k in mapping:
+            need(f"{prefix}.{k}", k, hw_keys, "hardware id, generation, brand or 'default'")
+    return out

@@ -37,7 +37,20 @@ def _edit_k3(recipes: Path, edit) -> None:
     (lambda d: d["hardware_overrides"]["amd"]["extra_args"].extend(["--max-num-seqs=64"]),
      "hardware_overrides.amd.extra_args", "twice"),
     (lambda d: d["features"]["reasoning"].__setitem__("args", ["kimi_k3"]), "features.reasoning.args", "not a flag"),
-    (lambda d: d["meta"].__setitem__("default_hardware", "h900"), "meta.default_hardware", "not a hardware profile"),
+    (lambda d: d["meta"].__setitem__("default_hardware", "h900"), "meta.default_hardware", "not a known hardware profile"),
+    # Inputs found by adversarial testing: each once crashed the build or passed silently.
+    (lambda d: d["variants"]["default"].__setitem__("vram_minimum_gb", float("nan")), "variants.default.vram_minimum_gb", "finite"),
+    (lambda d: d["variants"]["default"].__setitem__("vram_minimum_gb", float("inf")), "variants.default.vram_minimum_gb", "finite"),
+    (lambda d: d.__setitem__("variants", {}), "variants", "at least 1"),
+    (lambda d: d.__setitem__("exclusive_features", 5), "exclusive_features", "valid list"),
+    (lambda d: d["meta"].__setitem__("verified_configs", 5), "meta.verified_configs", "valid list"),
+    (lambda d: d["model"].__setitem__("docker_image", {"cu130": 5}), "model.docker_image", ""),
+    (lambda d: d["hardware_overrides"]["hopper"].__setitem__("args", ["stray"]), "hardware_overrides.hopper.args", "not a flag"),
+    (lambda d: d.__setitem__("default_strategy", "warp_drive"), "default_strategy", "not a known strategy"),
+    (lambda d: d["compatible_strategies"].append("warp_drive"), "compatible_strategies[7]", "not a known strategy"),
+    (lambda d: d["opt_in_features"].append("spec_decodng"), "opt_in_features[2]", "not a known feature"),
+    (lambda d: d["hardware_overrides"].__setitem__("hoper", {"extra_args": []}), "hardware_overrides.hoper", "not a known hardware id"),
+    (lambda d: d["model"]["base_args"].__setitem__(2, "1.5"), "model.base_args", "must be a number in (0, 1]"),
 ])
 def test_bad_recipe_reports_file_key_and_reason(tmp_path, edit, key, words):
     recipes = _recipes_copy(tmp_path)
@@ -93,3 +106,45 @@ def test_browser_zip_is_self_contained(tmp_path):
     res = subprocess.run([sys.executable, "-c", code, str(zip_path)], cwd=tmp_path, capture_output=True, text=True,
                          env={"PYTHONPATH": str(zip_path), "PATH": "/usr/bin:/bin"})
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"meta: {title: \"\xff\xfe\"}\n", "not UTF-8"),
+    (b"meta:\n  title: a\n  title: b\nmodel: {model_id: a/b}\n", "twice"),
+    (b"- just\n- a list\n", "must be a mapping"),
+    (b"", "must be a mapping"),
+])
+def test_unreadable_recipe_files_are_reported_and_keep_going_builds_the_rest(tmp_path, content, words):
+    recipes = _recipes_copy(tmp_path)
+    (recipes / "models" / "moonshotai" / "Broken.yaml").write_bytes(content)
+    with pytest.raises(RecipeLoadError) as info:
+        build.build(recipes, tmp_path / "out")
+    assert any(str(e).startswith("models/moonshotai/Broken.yaml") and words in str(e) for e in info.value.errors)
+    summary = build.build(recipes, tmp_path / "out", keep_going=True)
+    assert summary["recipes"] == 3 and len(summary["errors"]) == 1
+    assert (tmp_path / "out" / "moonshotai" / "Kimi-K3" / "index.html").exists()
+
+
+@pytest.mark.parametrize("where", ["recipes", "inside", "foreign"])
+def test_output_directory_that_is_not_ours_is_never_replaced(tmp_path, where):
+    recipes = _recipes_copy(tmp_path)
+    out = {"recipes": recipes, "inside": recipes / "site", "foreign": tmp_path / "docs"}[where]
+    if where == "foreign":
+        out.mkdir()
+        (out / "notes.txt").write_text("keep me")
+    with pytest.raises(build.BuildError):
+        build.build(recipes, out)
+    assert (recipes / "models" / "moonshotai" / "Kimi-K3.yaml").exists()
+    if where == "foreign":
+        assert (out / "notes.txt").read_text() == "keep me"
+
+
+def test_recipe_text_cannot_break_out_of_the_embedded_json(tmp_path):
+    recipes = _recipes_copy(tmp_path)
+    _edit_k3(recipes, lambda d: d["meta"].__setitem__("title", "K3 <!--<script></script>"))
+    build.build(recipes, tmp_path / "out")
+    html = (tmp_path / "out" / "moonshotai" / "Kimi-K3" / "index.html").read_text()
+    start = html.index('id="initial-plan">')
+    block = html[start:html.index("</script>", start)]
+    assert "<" not in block.split(">", 1)[1]
+    assert '<script src="../../assets/app.js" defer></script>' in html

@@ -200,8 +200,8 @@ def test_verified_marker_follows_the_recipe(k3, plan, hw):
     p = plan(f"hardware={hw}")
     hw_ok = k3.recipe.meta.hardware[hw] == "verified"
     assert option(p, "hardware", hw)["verified"] is hw_ok
-    configs = [c for c in k3.recipe.meta.model_extra["verified_configs"] if c["hardware"] == hw]
-    expect = hw_ok and (not configs or any(c["strategy"] == p["selection"]["strategy"] for c in configs))
+    configs = [c for c in k3.recipe.meta.verified_configs if c.hardware == hw]
+    expect = hw_ok and (not configs or any(c.strategy == p["selection"]["strategy"] for c in configs))
     assert p["verified"] is expect
 
 
