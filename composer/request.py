@@ -122,7 +122,7 @@ def parse_query(query: str | Mapping[str, str] | None) -> Request:
         if key in INT_PARAMS:
             v = value.strip()
             if not v.isdigit() or not v.isascii():
-                problems.append(f"nodes-type parameter {key}={_short(value)} is not a whole number and was ignored.")
+                problems.append(f"The value {key}={_short(value)} is not a whole number and was ignored.")
                 continue
             value = str(int(v))
         elif key not in LIST_PARAMS and value == "":

@@ -166,7 +166,7 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
     supported = [s for s in offered if ctx.strategy_block_reason(s, hw) is None]
     want_nodes = req.get_int("nodes")
     if want_nodes is not None and not 1 <= want_nodes <= MAX_NODES:
-        n.add("warning", "invalid-nodes", f"nodes={want_nodes} is outside 1–{MAX_NODES} and was ignored.")
+        n.add("warning", "invalid-nodes", f"The value nodes={want_nodes} is outside 1–{MAX_NODES} and was ignored.")
         want_nodes = None
     sid = req.get("strategy")
     if sid is not None:
@@ -243,7 +243,7 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
     want_install = req.get("install")
     if want_install is not None:
         if want_install not in ("pip", "docker"):
-            n.add("warning", "invalid-install", f"install={_short(want_install)} is not pip or docker; {install} is shown.")
+            n.add("warning", "invalid-install", f"The value install={_short(want_install)} is not pip or docker; {install} is shown.")
         else:
             install = want_install
     if install == "docker":
@@ -253,6 +253,11 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
             install = "pip"
     sel = Selection(hw, variant, sid, 1, tuple(feats), adv, kv, install=install)
     deploy = ctx.strategy(sid).deploy_type
+    pool_params = [k for k in ("prefill_mode", "prefill_nodes", "decode_mode", "decode_nodes") if req.get(k) is not None]
+    if deploy != "pd_cluster" and pool_params:
+        n.add("warning", "query-ignored", f"The parameter(s) {', '.join(pool_params)} apply only to P/D disaggregation and were ignored.")
+    if deploy == "pd_cluster" and want_nodes is not None:
+        n.add("warning", "query-ignored", f"The parameter nodes={want_nodes} does not apply to P/D disaggregation: its pools are sized by prefill_nodes and decode_nodes.")
     if deploy == "pd_cluster":
         return resolve_pd(ctx, sel, req, n)
     util = util_in_force(ctx, sel)
@@ -400,7 +405,7 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
         mode = mode or pd_default_mode(ctx, name, offered)
         want = req.get_int(f"{name}_nodes")
         if want is not None and not 1 <= want <= MAX_NODES:
-            n.add("warning", "invalid-nodes", f"{name}_nodes={want} is outside 1–{MAX_NODES} and was ignored.")
+            n.add("warning", "invalid-nodes", f"The value {name}_nodes={want} is outside 1–{MAX_NODES} and was ignored.")
             want = None
         role_so = getattr(so, name, None) if so else None
         recipe_nodes = hw_value(role_so.nodes, hw, ctx.hw(hw)) if role_so and role_so.nodes is not None else None

@@ -302,10 +302,20 @@
         app.dataset.composeMs = String(msg.ms);
         received(msg.id, JSON.parse(msg.plan));
       }
-      else if (msg.type === "error") setStatus("error", "The composer failed on this choice: " + msg.error);
+      else if (msg.type === "error") {
+        // Keep the page true to the command it shows: undo the click, say why.
+        pushes.delete(msg.id);
+        app.dataset.busy = "false";
+        renderControls(plan);
+        const last = String(msg.error).trim().split("\n").pop();
+        setStatus("error", "The composer could not compose this choice (" + last + "). The command shown is unchanged.");
+      }
       else if (msg.type === "failed") failed(msg.error);
     };
     worker.onerror = (ev) => failed(ev.message || "the worker could not start");
+    // A runtime file that never arrives (or a wasm module that fails to
+    // compile) can leave Pyodide waiting forever: give up after a while.
+    setTimeout(() => { if (!composeFn) failed("it did not finish loading within 90 s"); }, 90_000);
     worker.postMessage({
       type: "init", indexURL: abs(prefix + "pyodide/"),
       wheels: app.dataset.wheels.split(",").map((w) => abs(prefix + w)),
@@ -315,7 +325,7 @@
   }
 
   function failed(reason) {
-    if (composeFn) return;
+    if (composeFn || statusEl.dataset.state === "failed") return;
     console.error(reason);
     setStatus("failed", "The interactive composer could not load (" + reason + "). " +
       "The command shown is the recipe default; the command line gives every other choice: python -m composer " +

@@ -10,6 +10,12 @@ async function init(msg) {
   const started = performance.now();
   // Pyodide 314 runs in module workers only (classic workers are refused).
   const {loadPyodide} = await import(msg.indexURL + "pyodide.mjs");
+  // Pyodide does not always reject when its wasm module cannot be fetched:
+  // check the big files first so a failure is reported at once.
+  for (const name of ["pyodide.asm.wasm", "python_stdlib.zip"]) {
+    const r = await fetch(msg.indexURL + name, {method: "HEAD"});
+    if (!r.ok) throw new Error(`${name}: HTTP ${r.status}`);
+  }
   const pyodide = await loadPyodide({indexURL: msg.indexURL});
   const tRuntime = performance.now() - started;
   self.postMessage({type: "progress", text: "Python runtime ready; loading the composer…"});

@@ -185,3 +185,38 @@ def test_focus_shows_what_a_choice_would_switch(page, server):
     page.focus('#controls input[name="hardware"][value="h200"]')
     hint = page.inner_text('fieldset[data-dim="hardware"] .hint')
     assert "Also changes" in hint and "Multi-node TP" in hint
+
+
+def test_compose_error_keeps_the_page_true_to_its_command(page, server):
+    import json as _json
+
+    def broken(route):
+        # A recipe whose Hopper block cannot be parsed: every H100/H200 plan fails.
+        data = _json.loads(route.fetch().text())
+        data["recipe"]["hardware_overrides"]["hopper"]["extra_args"] = ["--moe-backend", "marlin", "stray"]
+        route.fulfill(body=_json.dumps(data), content_type="application/json")
+
+    page.route("**/data/moonshotai/Kimi-K3.json*", broken)
+    page.goto(server + K3)
+    wait_ready(page)
+    before = page_state(page)
+    click(page, "hardware", "h200")
+    page.wait_for_function("document.getElementById('runtime-status').dataset.state === 'error'")
+    assert "could not compose" in page.inner_text("#runtime-status")
+    assert page.get_attribute("#app", "data-busy") == "false"
+    after = page_state(page, wait=False)
+    assert after["selected"] == before["selected"] and after["argvs"] == before["argvs"]
+    click(page, "hardware", "mi355x")  # still usable afterwards
+    page.wait_for_function("location.search.includes('mi355x')")
+    assert_matches_cli(page)
+
+
+@pytest.mark.parametrize("blocked", ["pyodide.asm.wasm", "python_stdlib.zip", "composer.zip"])
+def test_runtime_file_missing_fails_fast_and_keeps_the_default(page, server, blocked):
+    page.route(f"**/{blocked}*", lambda route: route.fulfill(status=404, body="gone"))
+    page.goto(f"{server}{K3}?hardware=h200")
+    page.wait_for_function("document.getElementById('runtime-status').dataset.state === 'failed'", timeout=30_000)
+    assert "could not load" in page.inner_text("#runtime-status")
+    state = page_state(page, wait=False)
+    assert state["selected"]["hardware"] == ["b300"]  # controls match the pre-rendered default command
+    assert state["argvs"][0][:3] == ["vllm", "serve", "moonshotai/Kimi-K3"]
