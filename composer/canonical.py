@@ -17,6 +17,8 @@ def selection_values(sel: Selection) -> dict[str, str]:
     vals = {"hardware": sel.hardware, "variant": sel.variant, "strategy": sel.strategy,
             "features": ",".join(sel.features), "advanced": ",".join(sel.advanced),
             "kv_offload": sel.kv_offload or "off", "install": sel.install}
+    if sel.task is not None:
+        vals["task"] = sel.task
     if sel.prefill:
         for name in POOLS:
             p = sel.pool(name)
@@ -28,7 +30,7 @@ def selection_values(sel: Selection) -> dict[str, str]:
 
 
 DROP_ORDER = ("nodes", "prefill_nodes", "decode_nodes", "strategy", "prefill_mode", "decode_mode",
-              "features", "advanced", "kv_offload", "install", "variant", "hardware")
+              "features", "advanced", "kv_offload", "install", "task", "variant", "hardware")
 
 
 def resolved_selection(ctx: RecipeContext, values: dict[str, str]) -> Selection:

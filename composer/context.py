@@ -14,6 +14,15 @@ from functools import cached_property
 from composer.lookup import hw_value, lookup_value
 from composer.schema import Catalog, HardwareProfile, Recipe, Strategy, Variant
 
+OMNI_STRATEGY = Strategy(
+    name="omni", deploy_type="single_node", display_name="vLLM-Omni (one node)",
+    description="Served by vLLM-Omni on one node (vllm serve … --omni); the recipe's base args carry its parallelism.",
+    vllm_args=["--omni"])
+"""The one deployment of omni recipes (semantics §14), which list no strategies."""
+
+ASSUMED_GPU_UTIL = 0.9
+"""vLLM's default --gpu-memory-utilization, for fit checks made before composing."""
+
 MAX_NODES = 16
 """Largest node count offered per deployment or pool (seed: P/D pools 1 to 16)."""
 
@@ -150,23 +159,49 @@ class RecipeContext:
     def variant(self, variant_id: str) -> Variant:
         return self.recipe.variants.get(variant_id) or self.recipe.variants.get("default") or Variant()
 
+    # ----- vLLM-Omni recipes (semantics §14) ---------------------------------
+    @cached_property
+    def is_omni(self) -> bool:
+        return self.recipe.omni is not None or "omni" in self.recipe.meta.tasks
+
+    def omni_tasks(self):
+        return list(self.recipe.omni.tasks) if self.recipe.omni else []
+
+    def omni_task(self, task_id: str | None):
+        tasks = self.omni_tasks()
+        return next((t for t in tasks if t.ident == task_id), tasks[0] if tasks else None)
+
     def variant_label(self, variant_id: str) -> str:
         v = self.variant(variant_id)
         return v.label or (v.precision.upper() if v.precision else variant_id)
 
-    def weights_gb(self, variant_id: str) -> float | None:
-        """Weight memory in GB (``variants.<id>.vram_minimum_gb``), None if unknown."""
+    def weights_gb(self, variant_id: str, task: str | None = None, hw_id: str | None = None) -> float | None:
+        """Weight memory in GB (``variants.<id>.vram_minimum_gb``; for an omni task,
+        the task's own figure, refined per hardware), None if unknown."""
+        t = self.omni_task(task) if self.is_omni else None
+        if t is not None:
+            hw_block = t.hardware_overrides.get(hw_id) if hw_id else None
+            for value in ((hw_block.vram_minimum_gb if hw_block else None), t.vram_minimum_gb):
+                if value is not None:
+                    return value
         return self.variant(variant_id).vram_minimum_gb
 
-    def model_id(self, variant_id: str) -> str:
+    def model_id(self, variant_id: str, task: str | None = None) -> str:
+        t = self.omni_task(task) if self.is_omni else None
+        if t is not None and t.model_id:
+            return t.model_id
         return self.variant(variant_id).model_id or self.recipe.model.model_id
 
-    def fits_one_node(self, hw_id: str, variant_id: str, util: float = 1.0) -> bool:
-        weights = self.weights_gb(variant_id)
+    def fits_one_node(self, hw_id: str, variant_id: str, util: float = ASSUMED_GPU_UTIL) -> bool:
+        """Whether one node holds the weights at ``util`` (default: vLLM's 0.9,
+        before the recipe's own value is known)."""
+        weights = self.weights_gb(variant_id, None, hw_id)
         return weights is None or weights <= self.hw(hw_id).vram_gb * util
 
     # ----- strategies -----------------------------------------------------
     def strategy(self, sid: str) -> Strategy:
+        if sid == OMNI_STRATEGY.name and sid not in self.catalog.strategies:
+            return OMNI_STRATEGY
         return self.catalog.strategies[sid]
 
     @cached_property
@@ -178,7 +213,10 @@ class RecipeContext:
         for sid, gates in self.recipe.strategy_hardware.items():
             if sid not in ids and "supported" in gates.values():
                 ids.append(sid)
-        return [s for s in ids if s in self.catalog.strategies and self.strategy(s).deploy_type != "kv_store_lb"]
+        ids = [s for s in ids if s in self.catalog.strategies and self.strategy(s).deploy_type != "kv_store_lb"]
+        if not ids and self.is_omni:
+            return [OMNI_STRATEGY.name]
+        return ids
 
     @_memo
     def strategy_block_reason(self, sid: str, hw_id: str) -> str | None:
@@ -190,7 +228,7 @@ class RecipeContext:
             if found[1] == "unsupported":
                 return f"The recipe marks {self.strategy_label(sid)} unsupported on {hw.display_name}."
             return None
-        if sid not in self.recipe.compatible_strategies:
+        if sid not in self.recipe.compatible_strategies and sid != OMNI_STRATEGY.name:
             return f"{self.strategy_label(sid)} is offered only on the hardware the recipe grants it."
         deploy = self.strategy(sid).deploy_type
         if deploy in ("multi_node", "pd_cluster") and not hw.scalable:
@@ -198,7 +236,7 @@ class RecipeContext:
         return None
 
     def strategy_label(self, sid: str) -> str:
-        s = self.catalog.strategies.get(sid)
+        s = self.catalog.strategies.get(sid) or (OMNI_STRATEGY if sid == OMNI_STRATEGY.name else None)
         return (s.display_name if s and s.display_name else sid)
 
     @_memo

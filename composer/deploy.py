@@ -185,7 +185,13 @@ def script(plan_summary: str, cmd: dict, text: str) -> str:
 def client_checks(ctx: RecipeContext, sel, commands: list[dict]) -> dict:
     """A curl request and a ``vllm bench serve`` line against the endpoint the
     deployment serves (router for P/D, head node for multi-node)."""
-    model = ctx.model_id(sel.variant)
+    model = ctx.model_id(sel.variant, sel.task)
+    task = ctx.omni_task(sel.task) if ctx.is_omni else None
+    if task is not None:
+        # vLLM-Omni tasks bring their own client example (speech, video …).
+        block = task.hardware_overrides.get(sel.hardware)
+        curl = (block.curl if block and block.curl else None) or task.curl
+        return {"curl": (curl or "").strip() or None, "bench": None, "curl_argv": None, "bench_argv": None}
     router = next((c for c in commands if c["role"] == "router"), None)
     if router is not None:
         host, port = "$ROUTER_HOST", _flag(router["argv"], "--port") or "30000"

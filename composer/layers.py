@@ -173,6 +173,8 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
         env.add(strat.env, Source("strategy", f"{skey}.env"))
     if spec is not None:
         argv.add(list(spec.topology), Source("strategy", f"{TOPOLOGY_SOURCE} of {spec.role} node {spec.rank}"))
+    if sid == "omni":
+        _omni_layer(ctx, sel, argv)
     if so is not None:
         okey = f"strategy_overrides.{sid}"
         argv.add_tokens(so.extra_args, Source("strategy", f"{okey}.extra_args"))
@@ -232,6 +234,20 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
     if spec is not None:
         removed += _reassert_topology(argv, spec)
     return argv, env, removed
+
+
+def _omni_layer(ctx: RecipeContext, sel, argv: ArgvBuilder) -> None:
+    """vLLM-Omni: the task's extra args (refined per hardware) and the recipe's
+    ``omni.port`` (semantics §14)."""
+    task = ctx.omni_task(sel.task)
+    if task is not None:
+        i = ctx.omni_tasks().index(task)
+        argv.add_tokens(task.extra_args, Source("strategy", f"omni.tasks[{i}].extra_args"))
+        block = task.hardware_overrides.get(sel.hardware)
+        if block is not None:
+            argv.add_tokens(block.extra_args, Source("strategy", f"omni.tasks[{i}].hardware_overrides.{sel.hardware}.extra_args"))
+    if ctx.recipe.omni and ctx.recipe.omni.port:
+        argv.add_tokens(["--port", str(ctx.recipe.omni.port)], Source("strategy", "omni.port"))
 
 
 TOPOLOGY_KEYS = frozenset({

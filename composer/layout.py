@@ -43,6 +43,8 @@ class Layout:
 def strategy_mode(ctx: RecipeContext, sid: str) -> str:
     """The layout mode of a (non-P/D) strategy id."""
     s = ctx.strategy(sid)
+    if sid == "omni":
+        return "omni"
     if s.parallelism in ("tp_pp", "tp_dp"):
         return s.parallelism
     if sid.endswith("dep"):
@@ -78,6 +80,8 @@ def make_layout(ctx: RecipeContext, mode: str, hw_id: str, variant_id: str, node
                 util: float = DEFAULT_GPU_UTIL) -> Layout:
     """The layout of ``mode`` on ``nodes`` nodes of ``hw_id`` (semantics §4.2, §5.2)."""
     g = ctx.hw(hw_id).gpu_count
+    if mode == "omni":
+        return Layout(mode, 1, g, tp=g, replica_nodes=1)
     if mode == "tp_pp":
         return Layout(mode, nodes, g, tp=g, pp=nodes, replica_nodes=nodes)
     if mode == "tp_dp":
@@ -125,11 +129,11 @@ class Capacity:
                 "share": None if self.share is None else round(self.share, 4)}
 
 
-def capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, util: float) -> Capacity:
+def capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, util: float, task: str | None = None) -> Capacity:
     hbm = ctx.hw(hw_id).vram_gb * lay.replica_nodes
     if lay.mode == "tp" and lay.nodes == 1 and lay.tp < lay.gpus_per_node:
         hbm = ctx.hw(hw_id).gb_per_gpu * lay.tp
-    return Capacity(ctx.weights_gb(variant_id), round(hbm, 1), util, round(hbm * util, 1))
+    return Capacity(ctx.weights_gb(variant_id, task, hw_id), round(hbm, 1), util, round(hbm * util, 1))
 
 
 def layout_problem(ctx: RecipeContext, lay: Layout) -> str | None:

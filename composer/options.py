@@ -145,6 +145,11 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
             "id": kid, "label": ctx.kv_label(kid), "description": desc, "selected": kid == sel.kv_offload,
             "disabled": reason is not None, "reason": reason, "query": base.with_values(kv_offload=kid).query(),
         })
+    if ctx.is_omni and len(ctx.omni_tasks()) > 1:
+        opts["task"] = [{
+            "id": t.ident, "label": t.label or t.id, "description": t.description, "selected": t.ident == sel.task,
+            "disabled": False, "reason": None, "query": base.with_values(task=t.ident).query(),
+        } for t in ctx.omni_tasks()]
     image = run.docker_image(ctx, sel.hardware, sel.variant)
     opts["install"] = [
         {"id": "pip", "label": "pip", "description": "Install vLLM with pip (uv) on each node and run the commands there.",
@@ -162,7 +167,7 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
 
 
 def _dim_values(sel: Selection) -> dict[str, set[str]]:
-    vals = {"hardware": {sel.hardware}, "variant": {sel.variant}, "strategy": {sel.strategy},
+    vals = {"hardware": {sel.hardware}, "variant": {sel.variant}, "strategy": {sel.strategy}, "task": {sel.task or ""},
             "nodes": set() if sel.prefill else {str(sel.nodes)}, "features": set(sel.features),
             "advanced": set(sel.advanced), "kv_offload": {sel.kv_offload or "off"}, "install": {sel.install}}
     for name in POOLS:

@@ -99,7 +99,7 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
                     f"{feature_label(ctx, fid)} is off, so {entry.unit.display()} from {source_label(ctx, entry.source)} was removed.")
     entries = argv_b.entries()
     _replacement_notices(ctx, entries, notices, "")
-    model = ctx.model_id(sel.variant)
+    model = ctx.model_id(sel.variant, sel.task)
     argv = ["vllm", "serve", model] + argv_b.tokens()
     env = env_b.values()
     flags, envs = _provenance(entries, env_b)
@@ -121,7 +121,7 @@ def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tupl
         return _pd_commands(ctx, sel, notices)
     lay = layout_for(ctx, sel, sel.nodes)
     util = util_in_force(ctx, sel)
-    cap = capacity(ctx, lay, sel.hardware, sel.variant, util)
+    cap = capacity(ctx, lay, sel.hardware, sel.variant, util, sel.task)
     where = f"{lay.replica_nodes} × {hwname}" if lay.mode != "tp" or lay.tp >= lay.gpus_per_node else f"{lay.tp} × {hwname} GPU"
     if lay.mode == "tp_dp":
         where = f"each replica (1 × {hwname})"
@@ -142,7 +142,7 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[
         pool = sel.pool(name)
         lay = pool_layout(ctx, sel, name, pool.mode, pool.nodes)
         util = util_in_force(ctx, sel, name)
-        cap = capacity(ctx, lay, sel.hardware, sel.variant, util)
+        cap = capacity(ctx, lay, sel.hardware, sel.variant, util, sel.task)
         where = f"the {name} pool ({pool.nodes} × {hwname})"
         caps.append({"scope": name, "where": where, **cap.to_dict(), "message": cap.describe(where)})
         upper = name.upper()
@@ -200,7 +200,8 @@ def summary(ctx: RecipeContext, sel: Selection, commands: list[dict]) -> str:
                 f"decode {sel.decode.nodes} × {sel.decode.mode.upper()} · {prec}")
     lay = layout_for(ctx, sel, sel.nodes)
     shape = {"tp": f"TP {lay.tp}", "tep": f"TP {lay.tp} + EP", "dep": f"DP {lay.dp} + EP",
-             "tp_pp": f"TP {lay.tp} × PP {lay.pp}", "tp_dp": f"TP {lay.tp} × DP {lay.dp}"}[lay.mode]
+             "tp_pp": f"TP {lay.tp} × PP {lay.pp}", "tp_dp": f"TP {lay.tp} × DP {lay.dp}",
+             "omni": ctx.omni_task(sel.task).label or ctx.omni_task(sel.task).id if ctx.omni_task(sel.task) else "vLLM-Omni"}[lay.mode]
     return f"{sel.nodes} × {hw.display_name} · {ctx.strategy_label(sel.strategy)} · {shape} · {prec}"
 
 
@@ -282,7 +283,7 @@ def build_plan(ctx: RecipeContext, query, options: bool = True) -> dict:
     canon = canonical_request(ctx, sel)
     status = "error" if notices.has_error() else "ok"
     return {
-        "recipe": {"id": ctx.recipe_id, "title": ctx.recipe.meta.title, "model_id": ctx.model_id(sel.variant)},
+        "recipe": {"id": ctx.recipe_id, "title": ctx.recipe.meta.title, "model_id": ctx.model_id(sel.variant, sel.task)},
         "selection": sel.to_dict(),
         "summary": summary_text,
         "install": run.install(ctx, sel, comps),

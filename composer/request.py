@@ -36,6 +36,7 @@ PARAMS = (
     "advanced",
     "kv_offload",
     "install",
+    "task",
 )
 LIST_PARAMS = ("features", "advanced")
 INT_PARAMS = ("nodes", "prefill_nodes", "decode_nodes")

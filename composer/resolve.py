@@ -42,6 +42,7 @@ class Selection:
     prefill: Pool | None = None
     decode: Pool | None = None
     install: str = "pip"  # pip | docker: how commands are shown
+    task: str | None = None  # omni recipes: the task (its key or id)
 
     def pool(self, name: str) -> Pool | None:
         return getattr(self, name)
@@ -52,6 +53,8 @@ class Selection:
             "nodes": self.nodes, "features": list(self.features), "advanced": list(self.advanced),
             "kv_offload": self.kv_offload or "off", "install": self.install,
         }
+        if self.task is not None:
+            d["task"] = self.task
         for p in POOLS:
             pool = self.pool(p)
             if pool:
@@ -107,7 +110,7 @@ def layout_ok(ctx: RecipeContext, sel: Selection, lay: Layout, util: float) -> s
     problem = layout_problem(ctx, lay)
     if problem:
         return problem
-    cap = capacity(ctx, lay, sel.hardware, sel.variant, util)
+    cap = capacity(ctx, lay, sel.hardware, sel.variant, util, sel.task)
     if not cap.fits:
         return cap.describe(f"{lay.replica_nodes} × {ctx.hw(sel.hardware).display_name}").replace(": ", " do not fit: ", 1)
     return None
@@ -251,7 +254,16 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         if docker_image(ctx, hw, variant) is None:
             n.add("warning", "install-unavailable", f"No vLLM container image is known for {ctx.hw(hw).brand} hardware; pip commands are shown.")
             install = "pip"
-    sel = Selection(hw, variant, sid, 1, tuple(feats), adv, kv, install=install)
+    task = None
+    if ctx.is_omni and ctx.omni_tasks():
+        want_task = req.get("task")
+        idents = [t.ident for t in ctx.omni_tasks()]
+        if want_task is not None and want_task not in idents:
+            n.add("warning", "invalid-task", f"Task {_short(want_task)} is not one of this recipe's ({', '.join(idents)}); the first is shown.")
+        task = want_task if want_task in idents else idents[0]
+    elif req.get("task") is not None:
+        n.add("warning", "query-ignored", "The parameter task applies only to vLLM-Omni recipes and was ignored.")
+    sel = Selection(hw, variant, sid, 1, tuple(feats), adv, kv, install=install, task=task)
     deploy = ctx.strategy(sid).deploy_type
     pool_params = [k for k in ("prefill_mode", "prefill_nodes", "decode_mode", "decode_nodes") if req.get(k) is not None]
     if deploy != "pd_cluster" and pool_params:
@@ -267,6 +279,9 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
             n.add("warning", "nodes-adjusted", f"{ctx.strategy_label(sid)} runs on one node; nodes={want_nodes} was set to 1.")
         lay = layout_for(ctx, sel, 1)
         why = layout_ok(ctx, sel, lay, util)
+        if sid == "omni" and why:
+            n.add("error", "capacity", why)
+            return sel, n
         if why:
             n.add("error", "capacity", f"{why} {fit_hint(ctx, sel)}")
         return sel, n
@@ -284,7 +299,7 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         else:
             n.add("warning", "nodes-lowered", f"Nodes lowered from {want_nodes} to {nodes}: "
                   f"{layout_ok(ctx, sel, layout_for(ctx, sel, want_nodes), util)} No larger count up to {MAX_NODES} works.")
-    return Selection(hw, variant, sid, nodes, sel.features, adv, kv, install=sel.install), n
+    return Selection(hw, variant, sid, nodes, sel.features, adv, kv, install=sel.install, task=sel.task), n
 
 
 def raise_reasons(ctx: RecipeContext, sel: Selection, want: int, floor: int, got: int, floor_msg: str, make, util: float) -> str:

@@ -240,6 +240,44 @@ class Model(Open):
     docker_image: DockerImage = None
 
 
+class OmniTaskHardware(Open):
+    """Per-hardware refinement of an omni task."""
+
+    vram_minimum_gb: float | None = None
+    extra_args: Args = []
+    curl: str | None = None
+
+
+class OmniTask(Open):
+    """One task of a vLLM-Omni recipe (text-to-speech, text-to-video …): its own
+    checkpoint, weights, extra args and client example (semantics §14)."""
+
+    id: str
+    key: str | None = None
+    label: str = ""
+    description: str = ""
+    model_id: str | None = None
+    vram_minimum_gb: float | None = None
+    extra_args: Args = []
+    endpoint: str | None = None
+    curl: str | None = None
+    hardware_overrides: dict[str, OmniTaskHardware] = {}
+
+    @property
+    def ident(self) -> str:
+        """The task's id in queries: ``key`` when given (ids may repeat), else ``id``."""
+        return self.key or self.id
+
+
+class Omni(Open):
+    """``omni``: a recipe served by vLLM-Omni (``vllm serve … --omni``) on one node."""
+
+    port: int | None = None
+    # A task may be given by its id alone ("t2i").
+    tasks: list[Annotated[OmniTask, BeforeValidator(lambda v: {"id": v} if isinstance(v, str) else v,
+                                                    json_schema_input_type=Union[str, OmniTask])]] = []
+
+
 class AdvancedOption(Open):
     id: str
     label: str = ""
@@ -267,6 +305,7 @@ class Recipe(Open):
     hardware_notes: dict[str, Any] = {}
     advanced_options: list[AdvancedOption] = []
     exclusive_features: list[list[str]] = []
+    omni: Omni | None = None
 
 
 class Catalog(BaseModel):

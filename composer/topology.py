@@ -29,6 +29,8 @@ def node_units(lay: Layout, rank: int, deploy: str, head: str = "$HEAD_IP", pd_p
     parallel size flags. For P/D pools, ``head`` is the pool's first-node
     placeholder and DEP pools always state their start rank.
     """
+    if lay.mode == "omni":
+        return []  # vLLM-Omni recipes carry their parallelism in their own args
     if deploy == "single_node" and not pd_pool:
         if lay.mode == "dep":
             return [_u("data-parallel-size", lay.gpus_per_node)]

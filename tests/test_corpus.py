@@ -58,3 +58,24 @@ def test_every_offered_choice_composes(rid, catalog):
     default = compose(ctx, "")
     check_plan(default)
     assert count > 0 or not ctx.strategies
+
+
+def test_every_corpus_recipe_default_page_is_a_working_plan(catalog):
+    # Found by adversarial testing: omni (TTS, video, image) recipes opened on an
+    # error page, and a 1320 GB model landed on a node that holds it only at 100 %.
+    broken = {}
+    for rid in _recipes():
+        plan = compose(make_context(rid, load_recipe(CORPUS, rid), catalog), "", options=False)
+        if plan["status"] != "ok":
+            broken[rid] = [n["message"] for n in plan["notices"] if n["level"] == "error"]
+    assert not broken
+
+
+def test_omni_recipe_serves_its_task(catalog):
+    ctx = make_context("nvidia/Cosmos3-Super", load_recipe(CORPUS, "nvidia/Cosmos3-Super"), catalog)
+    plan = compose(ctx, "task=i2v&install=pip")
+    argv = plan["commands"][0]["argv"]
+    assert argv[:3] == ["vllm", "serve", "nvidia/Cosmos3-Super"] and argv[-1] == "--omni"
+    assert "--tensor-parallel-size" not in argv  # the recipe's own args carry its parallelism
+    assert plan["selection"]["task"] == "i2v" and "/v1/videos/sync" in plan["client"]["curl"]
+    assert [o["id"] for o in plan["options"]["task"]] == ["t2v", "i2v"]

@@ -64,6 +64,7 @@
     }
     parts.push(groupHtml("features", o.features, g, "checkbox"));
     parts.push(groupHtml("advanced", o.advanced, g, "checkbox"));
+    if (o.task) parts.push(groupHtml("task", o.task, g, "radio"));
     parts.push(groupHtml("kv_offload", o.kv_offload, g, "radio"));
     parts.push(groupHtml("install", o.install, g, "radio"));
     const form = document.getElementById("controls");
@@ -124,7 +125,7 @@
     if (p.selection.install === "docker" && inst.docker) extras += snippet(inst.docker);
     else if (inst.pip) extras += snippet(inst.pip);
     extras += inst.extras.map(snippet).join("") + inst.notes.map((n) => `<p class="note">${esc(n)}</p>`).join("");
-    extras += "<h2>Check the endpoint</h2>" + snippet(p.client.curl) + snippet(p.client.bench);
+    extras += "<h2>Check the endpoint</h2>" + [p.client.curl, p.client.bench].filter(Boolean).map(snippet).join("");
     document.getElementById("extras").innerHTML = extras;
   }
 
