@@ -8,6 +8,15 @@ let ready = null;
 
 async function init(msg) {
   const started = performance.now();
+  // Fetch our own files while the runtime loads.
+  const get = async (url, what, kind) => {
+    const r = await fetch(url);
+    if (!r.ok) throw new Error(`${what}: HTTP ${r.status}`);
+    return kind === "bytes" ? r.arrayBuffer() : r.text();
+  };
+  const ours = Promise.all([
+    get(msg.composerURL, "composer", "bytes"), get(msg.recipeURL, "recipe data"), get(msg.catalogURL, "catalogue")]);
+  ours.catch(() => {});  // reported when awaited below
   // Pyodide 314 runs in module workers only (classic workers are refused).
   const {loadPyodide} = await import(msg.indexURL + "pyodide.mjs");
   // Pyodide does not always reject when its wasm module cannot be fetched:
@@ -21,13 +30,7 @@ async function init(msg) {
   self.postMessage({type: "progress", text: "Python runtime ready; loading the composer…"});
   await pyodide.loadPackage(msg.wheels, {messageCallback: () => {}, errorCallback: (m) => console.warn(m)});
   const tPackages = performance.now() - started;
-  const get = async (url, what, kind) => {
-    const r = await fetch(url);
-    if (!r.ok) throw new Error(`${what}: HTTP ${r.status}`);
-    return kind === "bytes" ? r.arrayBuffer() : r.text();
-  };
-  const [zip, recipeText, catalogText] = await Promise.all([
-    get(msg.composerURL, "composer", "bytes"), get(msg.recipeURL, "recipe data"), get(msg.catalogURL, "catalogue")]);
+  const [zip, recipeText, catalogText] = await ours;
   pyodide.unpackArchive(zip, "zip", {extractDir: "/home/pyodide"});
   // loadPackage resolves even when a wheel failed to load: the imports verify.
   pyodide.runPython("import sys\nif '/home/pyodide' not in sys.path: sys.path.insert(0, '/home/pyodide')\nimport pydantic, composer.api");
