@@ -77,11 +77,25 @@ def _pick_image(raw, brand: str) -> str | None:
     return None
 
 
+def min_vllm_version(ctx: RecipeContext, sel) -> str | None:
+    """The highest ``min_vllm_version`` of the recipe, the variant and an active
+    KV-store deployment (semantics §1.1)."""
+    store = ctx.catalog.strategies.get(sel.kv_offload) if sel.kv_offload else None
+    found = [ctx.recipe.model.min_vllm_version, (ctx.variant(sel.variant).model_extra or {}).get("min_vllm_version"),
+             (store.model_extra or {}).get("min_vllm_version") if store is not None else None]
+
+    def key(v: str) -> tuple:
+        return tuple(int(p) if p.isdigit() else 0 for p in str(v).split("."))
+
+    found = [str(v) for v in found if v]
+    return max(found, key=key) if found else None
+
+
 def install(ctx: RecipeContext, sel, companions: list[dict]) -> dict:
     """Install lines: ``pip`` (a shell snippet or None), ``docker`` (``docker pull``
     or None), ``notes`` and ``extras`` (connector and router packages)."""
     brand = brand_key(ctx, sel.hardware)
-    minver = ctx.recipe.model.min_vllm_version
+    minver = min_vllm_version(ctx, sel)
     spec = f"'vllm>={minver}'" if minver else "vllm"
     inst = (ctx.recipe.model.model_extra or {}).get("install") or {}
     pip = None
@@ -161,11 +175,47 @@ def companions(ctx: RecipeContext, sel) -> list[dict]:
     if kv is not None and kv.companion and kv.companion.command:
         out.append({"label": kv.companion.label or f"{kv.label} server", "description": kv.companion.description,
                     "command": kv.companion.command.strip(), "install": kv.install})
+    store = ctx.catalog.strategies.get(sel.kv_offload) if sel.kv_offload else None
+    if store is not None and store.deploy_type == "kv_store_lb":
+        out += _mooncake_companions(ctx, sel, store)
     for fid in sel.features:
         f = ctx.recipe.features.get(fid)
         if f and f.companion and f.companion.command and not ctx.feature_block_reason(fid, sel.strategy):
             out.append({"label": f.companion.label or fid, "description": f.companion.description,
                         "command": f.companion.command.strip(), "install": None})
+    return out
+
+
+def _mooncake_companions(ctx: RecipeContext, sel, store) -> list[dict]:
+    """The processes and files a Mooncake KV store needs besides vLLM (from the
+    ``kv_store/<id>.yaml`` data): the master, the standalone store if any, and
+    the JSON config every instance reads from ``$MOONCAKE_CONFIG_PATH``."""
+    import json
+
+    extra = store.model_extra or {}
+    brand = brand_key(ctx, sel.hardware)
+    install = ((store.vllm or {}).get("install") or {})
+    install_line = install.get(brand) if isinstance(install, dict) else install
+    out = []
+    master = extra.get("mooncake_master") or {}
+    if master.get("command"):
+        out.append({"label": "Mooncake master", "description": str(master.get("description", "")),
+                    "command": str(master["command"]).strip(), "install": install_line})
+    store_cfg = extra.get("mooncake_store_config") or {}
+    if isinstance(store_cfg, dict) and store_cfg.get("command"):
+        out.append({"label": "Mooncake store", "description": str(store_cfg.get("description", "")),
+                    "command": str(store_cfg["command"]).strip(), "install": install_line})
+    cfg = extra.get("mooncake_vllm_config") or {}
+    template = cfg.get("template") if isinstance(cfg, dict) else None
+    if template:
+        body = json.dumps(template, indent=2)
+        note = "\n".join("# " + line for line in str(cfg.get("note", "")).strip().splitlines())
+        command = (f"{note}\n" if note else "") + (
+            'export MOONCAKE_CONFIG_PATH="${MOONCAKE_CONFIG_PATH:-/etc/mooncake/mooncake_vllm_config.json}"\n'
+            'mkdir -p "$(dirname "$MOONCAKE_CONFIG_PATH")"\n'
+            f'cat > "$MOONCAKE_CONFIG_PATH" <<EOF\n{body}\nEOF')
+        out.append({"label": "Mooncake config", "description": "Write this file on every vLLM node before starting it.",
+                    "command": command, "install": None})
     return out
 
 

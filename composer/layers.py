@@ -229,7 +229,12 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
         else:
             store = ctx.strategy(kv)
             vllm = store.vllm or {}
-            argv.add_tokens([str(x) for x in vllm.get("vllm_args", [])], Source("kv_offload", f"kv_store/{kv}.vllm.vllm_args"))
+            pd_args = ((store.model_extra or {}).get("pd") or {}).get(pool, {}).get("args") if pool else None
+            if pd_args:
+                # P/D keeps its NIXL transfer: a MultiConnector combines it with the store.
+                argv.add_tokens([str(x) for x in pd_args], Source("kv_offload", f"kv_store/{kv}.pd.{pool}.args"))
+            else:
+                argv.add_tokens([str(x) for x in vllm.get("vllm_args", [])], Source("kv_offload", f"kv_store/{kv}.vllm.vllm_args"))
             env.add({str(k): _s(v) for k, v in (vllm.get("env") or {}).items()}, Source("kv_offload", f"kv_store/{kv}.vllm.env"))
     if spec is not None:
         removed += _reassert_topology(argv, spec)

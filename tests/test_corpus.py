@@ -79,3 +79,19 @@ def test_omni_recipe_serves_its_task(catalog):
     assert "--tensor-parallel-size" not in argv  # the recipe's own args carry its parallelism
     assert plan["selection"]["task"] == "i2v" and "/v1/videos/sync" in plan["client"]["curl"]
     assert [o["id"] for o in plan["options"]["task"]] == ["t2v", "i2v"]
+
+
+def test_mooncake_on_a_corpus_recipe_brings_master_config_and_install(catalog):
+    ctx = make_context("Qwen/Qwen3-32B", load_recipe(CORPUS, "Qwen/Qwen3-32B"), catalog)
+    plan = compose(ctx, "kv_offload=kv_store_distributed_mooncake")
+    assert plan["selection"]["kv_offload"] == "kv_store_distributed_mooncake"
+    labels = [c["label"] for c in plan["companions"]]
+    assert labels == ["Mooncake master", "Mooncake config"]
+    assert 'cat > "$MOONCAKE_CONFIG_PATH" <<EOF' in plan["companions"][1]["command"]
+    assert any("mooncake-transfer-engine" in x for x in plan["install"]["extras"])
+    assert "vllm>=0.21.0" in plan["install"]["pip"]  # the store's minimum beats the recipe's
+    pd = compose(ctx, "strategy=pd_cluster&kv_offload=kv_store_distributed_mooncake")
+    for c in pd["commands"]:
+        if c["role"] in ("prefill", "decode"):
+            cfg = c["argv"][c["argv"].index("--kv-transfer-config") + 1]
+            assert "MultiConnector" in cfg and "NixlConnector" in cfg  # P/D keeps its KV transfer
