@@ -289,13 +289,20 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         errors = [e for _, _, errs in results for e in errs]
         if errors and not keep_going:
             raise RecipeLoadError(errors)
-        entries = [entry for _, entry, _ in results if entry is not None]
+        entries = sorted((entry for _, entry, _ in results if entry is not None), key=lambda e: e["title"].lower())
         hardware = {h: p.display_name for h, p in catalog.taxonomy.hardware_profiles.items()}
         (tmp / "api" / "index.json").write_text(json.dumps({"recipes": entries, "hardware": hardware}, indent=1))
-        (tmp / "index.html").write_text(env.get_template("index.html").render(
-            recipes=entries, hardware=hardware, prefix="",
-            providers=sorted({e["provider"] for e in entries if e["provider"]}),
-            tasks=sorted({t for e in entries for t in e["tasks"]})))
+        index = env.get_template("index.html")
+
+        def render_index(items: list[dict], prefix: str, org: str | None) -> str:
+            return index.render(recipes=items, hardware=hardware, prefix=prefix, org=org,
+                                providers=sorted({e["provider"] for e in items if e["provider"]}),
+                                tasks=sorted({t for e in items for t in e["tasks"]}))
+
+        (tmp / "index.html").write_text(render_index(entries, "", None))
+        # /<org>/ lists that organisation's recipes (a directory listing otherwise).
+        for org in sorted({e["id"].split("/")[0] for e in entries}):
+            (tmp / org / "index.html").write_text(render_index([e for e in entries if e["id"].startswith(org + "/")], "../", org))
         _swap_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

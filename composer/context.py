@@ -388,12 +388,12 @@ class RecipeContext:
             if hw.gen == "xpu":
                 return f"KV offload is not available on {hw.display_name}."
             return None
-        store = self.strategy(kid)
-        if deploy == "pd_cluster" and not ((store.model_extra or {}).get("pd") or {}).get("prefill"):
-            return f"{label} has no P/D configuration (a MultiConnector that keeps NIXL)."
         gate = self.recipe.kv_cache_strategy_hardware.get(kid, {})
         if gate.get(hw_id) == "unsupported":
             return f"The recipe marks {label} unsupported on {hw.display_name}."
         if not hw.scalable or hw.brand not in ("NVIDIA", "AMD"):
             return f"{label} needs clusterable NVIDIA or AMD hardware."
+        store = self.strategy(kid)
+        if deploy == "pd_cluster" and not ((store.model_extra or {}).get("pd") or {}).get("prefill"):
+            return f"{label} has no P/D configuration (a MultiConnector that keeps NIXL)."
         return None

@@ -29,12 +29,13 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
             "id": h, "label": p.display_name, "group": p.brand, "gpus": p.gpu_count,
             "gb_per_node": p.vram_gb, "gb_per_gpu": round(p.gb_per_gpu), "verified": ctx.is_verified(h),
             "description": p.description, "selected": h == sel.hardware, "disabled": reason is not None,
-            "reason": reason, "query": base.with_values(hardware=h, strategy=None, nodes=None, **pd_keys).query(),
+            "reason": reason, "query": _hardware_query(ctx, sel, base, h).query(),
         })
     opts["variant"] = [{
         "id": v, "label": ctx.variant_label(v), "description": ctx.variant(v).description,
         "weights_gb": ctx.weights_gb(v), "selected": v == sel.variant, "disabled": False, "reason": None,
-        "query": base.with_values(variant=v, hardware=None, strategy=None, nodes=None, **pd_keys).query(),
+        "query": base.with_values(variant=v, strategy=None, nodes=None, **pd_keys,
+                                  hardware=None if ctx.hardware_block_reason(sel.hardware, v) else base.get("hardware")).query(),
     } for v in ctx.recipe.variants]
 
     deploy = ctx.strategy(sel.strategy).deploy_type
@@ -45,7 +46,7 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
     multi_ok = hwp.scalable and any(ctx.strategy(s).deploy_type == "multi_node" and ctx.strategy_block_reason(s, sel.hardware) is None
                                     for s in ctx.strategies)
     opts["nodes"] = []
-    for k in range(1, MAX_NODES + 1):
+    for k in range(1, MAX_NODES + 1 if deploy != "pd_cluster" else 1):  # P/D: the pools have their own
         keep = deploy == "multi_node" and k > 1
         query = base.with_values(nodes=k, strategy=sel.strategy if keep else None, **pd_keys)
         reason = None
@@ -88,6 +89,8 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
         desc = st.description + (f" Needs at least {floor} GPUs ({ctx.floor_nodes(s, sel.hardware)} × {hwp.display_name})." if floor else "")
         opts["strategy"].append({
             "id": s, "label": ctx.strategy_label(s), "description": desc,
+            "verified": ctx.is_verified(sel.hardware) and any(
+                c.hardware == sel.hardware and c.strategy == s for c in ctx.recipe.meta.verified_configs),
             "deploy_type": st.deploy_type, "min_gpus": ctx.floor_gpus(s, sel.hardware),
             "selected": s == sel.strategy, "disabled": reason is not None, "reason": reason,
             "query": query.query(),
@@ -99,7 +102,7 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
             pool = sel.pool(name)
             opts[f"{name}_mode"] = [{
                 "id": m, "label": m.upper(), "selected": m == pool.mode, "disabled": False, "reason": None,
-                "query": base.with_values(**{f"{name}_mode": m, f"{name}_nodes": None}).query(),
+                "query": base.with_values(**{f"{name}_mode": m}).query(),
             } for m in modes]
             opts[f"{name}_nodes"] = []
             for k in range(1, MAX_NODES + 1):
@@ -164,6 +167,18 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
             item.setdefault("description", "")
     _mark_defaults_and_effects(ctx, sel, opts)
     return opts
+
+
+def _hardware_query(ctx: RecipeContext, sel: Selection, base: Request, hw: str) -> Request:
+    """Switching hardware keeps the strategy (and P/D pool modes) when it still
+    works there; node counts are recomputed for the new hardware."""
+    keep = ctx.strategy_block_reason(sel.strategy, hw) is None
+    if keep and ctx.strategy(sel.strategy).deploy_type == "single_node":
+        keep = ctx.fits_one_node(hw, sel.variant)
+    if not keep:
+        return base.with_values(hardware=hw, strategy=None, nodes=None, prefill_mode=None, prefill_nodes=None,
+                                decode_mode=None, decode_nodes=None)
+    return base.with_values(hardware=hw, strategy=base.get("strategy"), nodes=None, prefill_nodes=None, decode_nodes=None)
 
 
 def _dim_values(sel: Selection) -> dict[str, set[str]]:

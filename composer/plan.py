@@ -217,8 +217,9 @@ def verification(ctx: RecipeContext, sel: Selection) -> dict:
     if not configs:
         return {"verified": True, "verification": f"Verified on {hw}"}
     if any(c.strategy == sel.strategy for c in configs):
-        return {"verified": True, "verification": f"Verified: {hw} · {ctx.strategy_label(sel.strategy)}"}
-    return {"verified": False, "verification": f"{hw} verified with other strategies; this one is composed, not verified"}
+        return {"verified": True, "verification": f"Verified on {hw} · {ctx.strategy_label(sel.strategy)}"}
+    others = ", ".join(ctx.strategy_label(c.strategy) for c in configs)
+    return {"verified": False, "verification": f"{hw} is verified with {others}; this strategy is composed, not verified"}
 
 
 def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[dict], notices: Notices) -> None:

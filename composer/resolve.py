@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from composer.context import MAX_NODES, MULTI_NODE_SIBLING, RecipeContext
+from composer.context import BUILTIN_ADVANCED, MAX_NODES, MULTI_NODE_SIBLING, RecipeContext
 from composer.layers import compose_layers
 from composer.layout import DEFAULT_GPU_UTIL, Layout, capacity, layout_problem, make_layout, strategy_mode
 from composer.notices import Notices
@@ -225,7 +225,8 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
     bad = [a for a in adv if a not in visible]
     for a in bad:
         if a in ctx.all_advanced_ids:
-            n.add("warning", "advanced-unavailable", f"Advanced option {a} does not apply to {ctx.strategy_label(sid)} and is not emitted.")
+            label = next((k[1] for k in BUILTIN_ADVANCED if k[0] == a), a)
+            n.add("warning", "advanced-unavailable", f"Advanced option {label} does not apply to {ctx.strategy_label(sid)} and is not emitted.")
         else:
             n.add("warning", "invalid-advanced", f"Unknown Advanced option {_short(a)} ignored.")
     adv = tuple(a for a in adv if a in visible)

@@ -132,13 +132,37 @@ def test_json_api_documents(tmp_path):
 
 
 @pytest.mark.parametrize("query, verified, words", [
-    ("", True, "Verified: B300 · Single-node TP"),
-    ("strategy=multi_node_tp", False, "composed, not verified"),      # verified GPU, unverified strategy
+    ("", True, "Verified on B300 · Single-node TP"),
+    ("strategy=multi_node_tp", False, "verified with Single-node TP, Multi-node TP + PP; this strategy is composed"),
     ("hardware=h100", False, "Composed, not verified"),               # GPU not verified at all
-    ("hardware=h200&strategy=multi_node_tep", True, "Verified: H200"),
+    ("hardware=h200&strategy=multi_node_tep", True, "Verified on H200"),
     ("hardware=gb200&strategy=pd_cluster", True, "Prefill/Decode"),
 ])
 def test_verified_mark_only_for_verified_combinations(catalog, query, verified, words):
     plan = compose(ctx_for("moonshotai/Kimi-K3", catalog), query)
     assert plan["verified"] is verified
     assert words in plan["verification"]
+
+
+def test_switching_variant_or_hardware_keeps_what_still_works(catalog):
+    # Found by a fresh-user trial: FP8 threw away the chosen H100; H200 threw away TEP.
+    qwen = ctx_for("Qwen/Qwen3-235B-A22B-Instruct-2507", catalog)
+    plan = compose(qwen, "hardware=h100")
+    fp8 = next(o for o in plan["options"]["variant"] if o["id"] == "fp8")
+    assert compose(qwen, fp8["query"])["selection"]["hardware"] == "h100"
+    k3 = ctx_for("moonshotai/Kimi-K3", catalog)
+    plan = compose(k3, "hardware=b200&strategy=multi_node_tep&nodes=4")
+    h200 = next(o for o in plan["options"]["hardware"] if o["id"] == "h200")
+    after = compose(k3, h200["query"])["selection"]
+    assert (after["hardware"], after["strategy"]) == ("h200", "multi_node_tep")
+    pd = compose(k3, "hardware=b300&strategy=pd_cluster&prefill_nodes=8")
+    dep = next(o for o in pd["options"]["prefill_mode"] if o["id"] == "dep")
+    assert compose(k3, dep["query"])["selection"]["prefill_nodes"] == 8
+    assert pd["options"]["nodes"] == []  # P/D sizes its pools instead
+
+
+def test_verified_strategies_are_marked_and_named(catalog):
+    plan = compose(ctx_for("moonshotai/Kimi-K3", catalog), "hardware=h200")
+    marked = [o["id"] for o in plan["options"]["strategy"] if o.get("verified")]
+    assert marked == ["multi_node_tep"]
+    assert "Multi-node TEP" in plan["verification"]

@@ -20,12 +20,10 @@
   // ----- rendering (same structure as _macros.html) -----------------------
   function optionHtml(dim, o, kind) {
     const cls = "opt" + (o.selected ? " sel" : "") + (o.disabled ? " dis" : "") + (o.changed ? " changed" : "");
-    const tip = o.reason || (o.description + " " + o.effects).trim();
+    const tip = o.reason || (o.description + " " + o.effects + (o.default && !o.selected ? " Recipe default." : "")).trim();
     let meta = "";
-    if (dim === "hardware") {
-      meta = `<span class="opt-meta">${esc(o.gpus)}× · ${esc(o.gb_per_node)} GB</span>` +
-        (o.verified ? `<span class="verified" title="Verified by the recipe">✓</span>` : "");
-    }
+    if (dim === "hardware") meta = `<span class="opt-meta">${esc(o.gpus)}× · ${esc(o.gb_per_node)} GB</span>`;
+    if (o.verified) meta += `<span class="verified" title="Verified by the recipe">✓</span>`;
     return `<label class="${cls}"${tip ? ` title="${esc(tip)}"` : ""}>` +
       `<input type="${kind}" name="${esc(dim)}" value="${esc(o.id)}" data-query="${esc(o.query)}"` +
       `${o.selected ? " checked" : ""}${o.disabled ? " disabled" : ""}>` +
@@ -54,7 +52,7 @@
     const o = p.options, g = p.groups;
     const parts = [groupHtml("hardware", o.hardware, g, "radio")];
     if (o.variant.length > 1) parts.push(groupHtml("variant", o.variant, g, "radio"));
-    parts.push(groupHtml("nodes", o.nodes, g, "radio"));
+    if (o.nodes.length) parts.push(groupHtml("nodes", o.nodes, g, "radio"));
     parts.push(groupHtml("strategy", o.strategy, g, "radio"));
     for (const pool of ["prefill", "decode"]) {
       if (o[pool + "_mode"]) {
@@ -90,9 +88,9 @@
       `<td><code>${f.value === null ? "" : esc(f.value)}</code></td><td>${esc(f.layer)}: <code>${esc(f.key)}</code></td><td>${rep(f.replaced)}</td></tr>`).join("") +
       c.env_provenance.map((e) => `<tr data-env="${esc(e.name)}"><td><code>${esc(e.name)}</code></td><td><code>${esc(e.value)}</code></td>` +
       `<td>${esc(e.layer)}: <code>${esc(e.key)}</code></td><td>${rep(e.replaced)}</td></tr>`).join("");
-    return `<details class="explain"><summary>Explain: where each value comes from</summary><table><thead><tr>` +
+    return `<details class="explain"><summary>Explain: where each value comes from</summary><div class="table-wrap"><table><thead><tr>` +
       `<th scope="col">Flag or variable</th><th scope="col">Value</th><th scope="col">Set by</th><th scope="col">Replaced</th></tr></thead>` +
-      `<tbody>${rows}</tbody></table></details>`;
+      `<tbody>${rows}</tbody></table></div></details>`;
   }
 
   function renderOutput(p) {
@@ -119,7 +117,7 @@
       `<pre tabindex="0" class="companion"><code>${esc(c.command)}</code></pre></div>`).join("");
     document.getElementById("commands").innerHTML =
       `<div class="tabs" role="tablist" aria-label="Commands per node and role">${tabs}</div>${panels}`;
-    const snippet = (text) => `<div class="snippet"><button type="button" class="copy">Copy</button><pre tabindex="0"><code>${esc(text)}</code></pre></div>`;
+    const snippet = (text) => `<div class="snippet"><div class="actions"><button type="button" class="copy">Copy</button></div><pre tabindex="0"><code>${esc(text)}</code></pre></div>`;
     const inst = p.install;
     let extras = "<h2>Install</h2>";
     if (p.selection.install === "docker" && inst.docker) extras += snippet(inst.docker);
@@ -165,7 +163,7 @@
 
   // Share and Reset
   document.getElementById("share").addEventListener("click", async () => {
-    const url = location.origin + location.pathname + withView(plan.url);
+    const url = location.origin + location.pathname + plan.url;  // no embed/theme: a link for people
     const out = document.getElementById("share-status");
     try {
       await navigator.clipboard.writeText(url);

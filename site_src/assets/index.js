@@ -4,6 +4,7 @@
 (function () {
   const form = document.getElementById("filters");
   const items = [...document.querySelectorAll("#recipes > li")];
+  if (!form) return;
   const count = document.getElementById("count");
   const fields = ["q", "provider", "task", "hardware"];
 
@@ -20,6 +21,7 @@
       if (ok) shown++;
     }
     count.textContent = `${shown} of ${items.length} recipes`;
+    document.getElementById("none").hidden = shown > 0;
     const params = new URLSearchParams();
     for (const f of fields) if (form[f].value) params.set(f, form[f].value);
     const qs = params.toString();
