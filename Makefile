@@ -30,7 +30,7 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-# Debian's Chromium; `playwright install` cannot download browsers here.
+# Debian's Chromium: Playwright's own browser download cannot work here.
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \

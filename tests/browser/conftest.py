@@ -1,5 +1,5 @@
 """Browser fixtures: build the site once, serve it on 127.0.0.1, drive the
-system Chromium (``playwright install`` cannot download browsers here)."""
+system Chromium (Playwright cannot download its own browsers here)."""
 
 from __future__ import annotations
 
