@@ -31,8 +31,6 @@ SHORT_ALIASES = {
     "ep": "enable-expert-parallel",
 }
 
-# Flags that are booleans in vLLM but do not follow the --x/--no-x pattern
-# through their names; kept short on purpose: only pairs seen in recipes.
 _FLAG_RE = re.compile(r"^--?[A-Za-z][A-Za-z0-9_.\-]*(=.*)?$", re.S)
 _NUMBER_RE = re.compile(r"^-\d+(\.\d+)?([eE][-+]?\d+)?$")
 
@@ -44,20 +42,6 @@ class ArgvError(ValueError):
 def is_flag_token(token: str) -> bool:
     """True if ``token`` is a flag (``--x``, ``-x``, ``--x=v``), not a value like ``-1``."""
     return bool(_FLAG_RE.match(token)) and not _NUMBER_RE.match(token)
-
-
-@dataclass(frozen=True)
-class FlagKey:
-    """The identity of a flag: canonical long name without dashes, e.g. ``max-num-seqs``.
-
-    ``name`` uses dashes, never underscores, and short aliases are expanded.
-    """
-
-    name: str
-
-    @property
-    def spelling(self) -> str:
-        return "--" + self.name
 
 
 def canonical_name(flag: str) -> tuple[str, bool | None]:

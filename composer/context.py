@@ -31,7 +31,6 @@ MULTI_NODE_SIBLING = {
     "single_node_tep": "multi_node_tep",
     "single_node_dep": "multi_node_dep",
 }
-SINGLE_NODE_SIBLING = {v: k for k, v in MULTI_NODE_SIBLING.items()}
 
 # Built-in Advanced knobs (semantics §8). ``when`` names the condition that
 # shows them; a hidden knob is never emitted (upstream W29).
