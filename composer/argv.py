@@ -139,6 +139,15 @@ def _parse_tokens(tokens: list[str]) -> list[Unit]:
     return units
 
 
+def flag_value(argv: list[str], flag: str) -> str | None:
+    """The value after the last ``flag`` token of a composed argv, or None."""
+    found = None
+    for i, tok in enumerate(argv[:-1]):
+        if tok == flag:
+            found = argv[i + 1]
+    return found
+
+
 @dataclass(frozen=True)
 class Source:
     """Where a value came from: a seed layer name and the recipe key path."""

@@ -34,15 +34,9 @@ DROP_ORDER = ("nodes", "prefill_nodes", "decode_nodes", "strategy", "prefill_mod
 
 
 def resolved_selection(ctx: RecipeContext, values: dict[str, str]) -> Selection:
-    """``resolve`` of a parameter dict, cached on the context (canonical URLs try
-    the same small dicts again and again)."""
-    cache = ctx.__dict__.setdefault("_selection_cache", {})
-    key = tuple(sorted(values.items()))
-    if key not in cache:
-        if len(cache) > 4096:
-            cache.clear()
-        cache[key] = resolve(ctx, parse_query(values))[0]
-    return cache[key]
+    """The Selection ``values`` resolve to (cached: canonical URLs and page
+    options try the same small dicts again and again)."""
+    return resolved_with_notices(ctx, values)[0]
 
 
 def raise_reason(notices, asked: int, got: int) -> str:
@@ -57,7 +51,7 @@ def raise_reason(notices, asked: int, got: int) -> str:
 
 
 def resolved_with_notices(ctx: RecipeContext, values: dict[str, str]):
-    """``resolve`` of a parameter dict with its notices, cached on the context."""
+    """``resolve`` of a parameter dict: ``(Selection, [Notice])``, cached on the context."""
     cache = ctx.__dict__.setdefault("_resolve_cache", {})
     key = tuple(sorted(values.items()))
     if key not in cache:

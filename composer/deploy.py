@@ -9,6 +9,7 @@ no NVIDIA image (W38), and the image honours variant ``nightly_required`` (W39).
 
 from __future__ import annotations
 
+from composer.argv import flag_value
 from composer.context import RecipeContext
 from composer.shell import PLACEHOLDER_RE, command_text, quote
 
@@ -131,19 +132,12 @@ def docker_argv(ctx: RecipeContext, sel, cmd: dict, multi_host: bool) -> list[st
     if multi_host:
         argv += ["--network", "host"]
     else:
-        port = _flag(cmd["argv"], "--port") or "8000"
+        port = flag_value(cmd["argv"], "--port") or "8000"
         argv += ["-p", f"{port}:{port}"]
     argv += HF_CACHE
     for k, v in cmd["env"].items():
         argv += ["-e", f"{k}={v}"]
     return argv + [image] + cmd["argv"][2:]
-
-
-def _flag(argv: list[str], name: str) -> str | None:
-    for i, tok in enumerate(argv[:-1]):
-        if tok == name:
-            return argv[i + 1]
-    return None
 
 
 def docker_text(argv: list[str]) -> str:
@@ -244,11 +238,11 @@ def client_checks(ctx: RecipeContext, sel, commands: list[dict]) -> dict:
         return {"curl": (curl or "").strip() or None, "bench": None, "curl_argv": None, "bench_argv": None}
     router = next((c for c in commands if c["role"] == "router"), None)
     if router is not None:
-        host, port = "$ROUTER_HOST", _flag(router["argv"], "--port") or "30000"
+        host, port = "$ROUTER_HOST", flag_value(router["argv"], "--port") or "30000"
     else:
         first = commands[0] if commands else {"argv": []}
         host = "$HEAD_IP" if first.get("role") == "head" else "localhost"
-        port = _flag(first["argv"], "--port") or "8000"
+        port = flag_value(first["argv"], "--port") or "8000"
     body = ('{"model": "' + model + '", "messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}')
     curl = ["curl", f"http://{host}:{port}/v1/chat/completions", "-H", "Content-Type: application/json", "-d", body]
     bench = ["vllm", "bench", "serve", "--model", model, "--host", host, "--port", port, "--dataset-name", "random",

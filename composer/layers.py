@@ -19,6 +19,7 @@ from composer.argv import ArgvBuilder, Source, Unit, parse_tokens
 from composer.context import RecipeContext
 from composer.layout import Layout
 from composer.lookup import lookup_blocks
+from composer.schema import scalar_to_str
 
 LAYERS = ("base", "variant", "strategy", "hardware", "advanced", "features", "kv_offload")
 
@@ -235,7 +236,7 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
                 argv.add_tokens([str(x) for x in pd_args], Source("kv_offload", f"kv_store/{kv}.pd.{pool}.args"))
             else:
                 argv.add_tokens([str(x) for x in vllm.get("vllm_args", [])], Source("kv_offload", f"kv_store/{kv}.vllm.vllm_args"))
-            env.add({str(k): _s(v) for k, v in (vllm.get("env") or {}).items()}, Source("kv_offload", f"kv_store/{kv}.vllm.env"))
+            env.add({str(k): str(scalar_to_str(v)) for k, v in (vllm.get("env") or {}).items()}, Source("kv_offload", f"kv_store/{kv}.vllm.env"))
     if spec is not None:
         removed += _reassert_topology(argv, spec)
     return argv, env, removed
@@ -288,9 +289,3 @@ def _reassert_topology(argv: ArgvBuilder, spec: CommandSpec) -> list[tuple[str |
                 displaced.append((None, entry))
             argv.add([wanted[key]], Source("strategy", f"{TOPOLOGY_SOURCE} of {spec.role} node {spec.rank}"))
     return displaced
-
-
-def _s(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)

@@ -7,7 +7,7 @@ capacity, notices, the canonical URL and the page's control options.
 from __future__ import annotations
 
 from composer import deploy as run
-from composer.argv import ArgvError, Entry, Source
+from composer.argv import ArgvError, Entry, Source, flag_value
 from composer.canonical import canonical_request
 from composer.context import RecipeContext
 from composer.help import flag_help
@@ -157,17 +157,10 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[
             cmd = _command(ctx, sel, spec, lay, notices, label, extra)
             cmds.append(cmd)
             if serves_api(lay, rank):
-                port = _flag_value(cmd["argv"], "--port") or "8000"
+                port = flag_value(cmd["argv"], "--port") or "8000"
                 endpoints[name].append(f"http://${upper}_NODE_{rank + 1}:{port}")
     cmds.append(_router(ctx, sel, endpoints))
     return cmds, caps
-
-
-def _flag_value(argv: list[str], flag: str) -> str | None:
-    for i, tok in enumerate(argv[:-1]):
-        if tok == flag:
-            return argv[i + 1]
-    return None
 
 
 def _router(ctx: RecipeContext, sel: Selection, endpoints: dict[str, list[str]]) -> dict:

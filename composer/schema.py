@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 
-def _scalar_to_str(value: Any) -> Any:
+def scalar_to_str(value: Any) -> Any:
     """Turn a YAML scalar into the string the shell would see (bool → true/false)."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -29,7 +29,7 @@ def _args_list(value: Any) -> Any:
     if value is None:
         return []
     if isinstance(value, list):
-        return [_scalar_to_str(v) for v in value]
+        return [scalar_to_str(v) for v in value]
     return value
 
 
@@ -37,7 +37,7 @@ def _env_map(value: Any) -> Any:
     if value is None:
         return {}
     if isinstance(value, dict):
-        return {str(k): _scalar_to_str(v) for k, v in value.items()}
+        return {str(k): scalar_to_str(v) for k, v in value.items()}
     return value
 
 
