@@ -37,7 +37,7 @@ from composer.api import compose, make_context
 from composer.argv import ArgvError
 from composer.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths
 from composer.schema import Catalog, Recipe
-from composer.validate import check_recipe_args, check_recipe_references
+from composer.validate import check_recipe_args, check_recipe_references, dump, recipe_json_schema as schema_of_recipes, validate_catalog, validate_recipe
 
 ROOT = Path(__file__).resolve().parent
 PYODIDE_DIR = ROOT / "node_modules" / "pyodide"
@@ -46,7 +46,7 @@ WHEEL_CACHE = ROOT / ".cache" / "wheels"
 WASM_REQUIREMENTS = ROOT / "requirements-wasm.txt"
 # Everything of the composer ships to the browser except the modules that read
 # files or parse the command line (they need PyYAML or a terminal).
-NOT_IN_BROWSER = {"cli.py", "loader.py", "__main__.py"}
+NOT_IN_BROWSER = {"cli.py", "loader.py", "validate.py", "__main__.py"}
 
 
 class BuildError(Exception):
@@ -59,7 +59,7 @@ def load_catalog_checked(recipes_dir: Path) -> Catalog:
     cat_data, errors = load_catalog_data(recipes_dir)
     if not errors:
         try:
-            return Catalog.model_validate(cat_data)
+            return validate_catalog(cat_data)
         except ValidationError as exc:
             errors += _validation_errors(exc, "taxonomy.yaml / strategies")
     raise RecipeLoadError(errors)
@@ -70,7 +70,7 @@ def load_and_check(recipes_dir: Path, rid: str, path: Path, catalog: Catalog) ->
     or ``(None, errors)`` with every error found in it."""
     rel = str(path.relative_to(recipes_dir))
     try:
-        recipe = Recipe.model_validate(load_recipe_data(recipes_dir, rid, path))
+        recipe = validate_recipe(load_recipe_data(recipes_dir, rid, path))
     except RecipeLoadError as exc:
         return None, exc.errors
     except ValidationError as exc:
@@ -174,18 +174,17 @@ def recipe_api(ctx, recipe: Recipe, plan: dict) -> dict:
             continue
         same = plan["selection"]["hardware"] == hw
         by_hw[hw] = api_plan(plan if same else compose(ctx, {"hardware": hw}, options=False))
-    return {"id": ctx.recipe_id, "recipe": recipe.model_dump(mode="json", exclude_none=True),
+    return {"id": ctx.recipe_id, "recipe": dump(recipe),
             "default_plan": api_plan(plan), "by_hardware": by_hw}
 
 
 def index_entry(ctx, recipe: Recipe, plan: dict) -> dict:
     """One row of the index page and of ``api/index.json``."""
-    extra = recipe.model.model_extra or {}
     precisions = sorted({v.precision.upper() for v in recipe.variants.values() if v.precision})
     return {
         "id": ctx.recipe_id, "title": recipe.meta.title, "provider": recipe.meta.provider,
         "description": recipe.meta.description, "tasks": list(recipe.meta.tasks),
-        "size": str(extra.get("parameter_count") or ""), "precisions": precisions,
+        "size": str(recipe.model.parameter_count or ""), "precisions": precisions,
         "verified_hardware": [h for h in ctx.listed_hardware if ctx.is_verified(h)],
         "default_summary": plan["summary"], "page": f"{ctx.recipe_id}/", "json": f"api/{ctx.recipe_id}.json",
     }
@@ -200,10 +199,7 @@ def script_json(data) -> str:
 def recipe_schema() -> dict:
     """JSON Schema of a recipe file, generated from the pydantic models (the same
     models the build validates with)."""
-    schema = Recipe.model_json_schema(mode="validation")
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "vLLM recipe"
-    return schema
+    return schema_of_recipes()
 
 
 _JOB: dict = {}
@@ -227,7 +223,7 @@ def _render_recipe(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
     tmp, runtime = job["tmp"], job["runtime"]
     ctx = make_context(rid, recipe, job["catalog"])
     plan = compose(ctx, "")
-    recipe_text = json.dumps({"id": rid, "recipe": recipe.model_dump(mode="json", exclude_none=True)}, separators=(",", ":"))
+    recipe_text = json.dumps({"id": rid, "recipe": dump(recipe)}, separators=(",", ":"))
     api_text = json.dumps(recipe_api(ctx, recipe, plan), separators=(",", ":"))
     for sub, text in (("data", recipe_text), ("api", api_text)):
         path = tmp / sub / f"{rid}.json"
@@ -273,7 +269,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         for w in wheels:
             shutil.copy2(w, tmp / "wheels" / w.name)
         composer_hash = composer_zip(tmp / "wheels" / "composer.zip")
-        catalog_text = json.dumps(catalog.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
+        catalog_text = json.dumps(dump(catalog), separators=(",", ":"))
         (tmp / "data" / "catalog.json").write_text(catalog_text)
         (tmp / "schema" / "recipe.schema.json").write_text(json.dumps(recipe_schema(), indent=1))
         (tmp / SITE_MARKER).write_text("Built by build.py; this directory is replaced by the next build.\n")

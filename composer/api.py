@@ -10,17 +10,19 @@ import json
 from functools import lru_cache
 
 from composer.context import RecipeContext
+from composer.convert import from_json
 from composer.plan import build_plan
 from composer.schema import Catalog, Recipe
 
 
 def make_context(recipe_id: str, recipe: Recipe | dict, catalog: Catalog | dict) -> RecipeContext:
-    """Bind a recipe to a catalogue (dicts are validated into the pydantic models;
-    raises ``pydantic.ValidationError`` on bad data)."""
-    if not isinstance(recipe, Recipe):
-        recipe = Recipe.model_validate(recipe)
-    if not isinstance(catalog, Catalog):
-        catalog = Catalog.model_validate(catalog)
+    """Bind a recipe to a catalogue. Raw dicts are validated with pydantic
+    (``composer.validate``; raises ``pydantic.ValidationError`` on bad data), so
+    this form is for CPython only; the browser uses ``compose_json``."""
+    if not isinstance(recipe, Recipe) or not isinstance(catalog, Catalog):
+        from composer.validate import validate_catalog, validate_recipe
+
+        recipe, catalog = validate_recipe(recipe), validate_catalog(catalog)
     return RecipeContext(recipe_id, recipe, catalog)
 
 
@@ -32,11 +34,11 @@ def compose(ctx: RecipeContext, query: str | dict | None = None, options: bool =
 @lru_cache(maxsize=8)
 def _context_from_json(recipe_text: str, catalog_text: str) -> RecipeContext:
     data = json.loads(recipe_text)
-    return make_context(data["id"], data["recipe"], json.loads(catalog_text))
+    return RecipeContext(data["id"], from_json(Recipe, data["recipe"]), from_json(Catalog, json.loads(catalog_text)))
 
 
 def compose_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
     """Browser entry point: ``recipe_json`` is the build's ``{id, recipe}``
-    document and ``catalog_json`` its catalogue; returns the plan as JSON text.
-    The same pydantic models validate both before anything is composed."""
+    document and ``catalog_json`` its catalogue, both validated by the build;
+    returns the plan as JSON text."""
     return json.dumps(compose(_context_from_json(recipe_json, catalog_json), query))

@@ -330,13 +330,13 @@ class RecipeContext:
     @_memo
     def advanced_knobs(self, sid: str) -> list[AdvancedKnob]:
         """Advanced options visible for strategy ``sid`` (built-ins, then the recipe's)."""
-        model = self.recipe.model.model_extra or {}
+        model = self.recipe.model
         out = []
         for kid, label, args, when, desc in BUILTIN_ADVANCED:
             if when == "ep":
                 if not (sid.endswith("tep") or sid.endswith("dep")):
                     continue
-            elif when and not model.get(when):
+            elif when and not getattr(model, when):
                 continue
             out.append(AdvancedKnob(kid, label, list(args), desc, f"advanced.{kid}"))
         for i, opt in enumerate(self.recipe.advanced_options):
@@ -393,6 +393,6 @@ class RecipeContext:
         if not hw.scalable or hw.brand not in ("NVIDIA", "AMD"):
             return f"{label} needs clusterable NVIDIA or AMD hardware."
         store = self.strategy(kid)
-        if deploy == "pd_cluster" and not ((store.model_extra or {}).get("pd") or {}).get("prefill"):
+        if deploy == "pd_cluster" and "prefill" not in store.pd:
             return f"{label} has no P/D configuration (a MultiConnector that keeps NIXL)."
         return None

@@ -39,9 +39,7 @@ def brand_key(ctx: RecipeContext, hw_id: str) -> str | None:
 
 
 def _nightly(ctx: RecipeContext, variant_id: str) -> bool:
-    extra = ctx.recipe.model.model_extra or {}
-    vextra = ctx.variant(variant_id).model_extra or {}
-    return bool(extra.get("nightly_required") or vextra.get("nightly_required"))
+    return ctx.recipe.model.nightly_required or ctx.variant(variant_id).nightly_required
 
 
 def docker_image(ctx: RecipeContext, hw_id: str, variant_id: str) -> str | None:
@@ -82,8 +80,8 @@ def min_vllm_version(ctx: RecipeContext, sel) -> str | None:
     """The highest ``min_vllm_version`` of the recipe, the variant and an active
     KV-store deployment (semantics §1.1)."""
     store = ctx.catalog.strategies.get(sel.kv_offload) if sel.kv_offload else None
-    found = [ctx.recipe.model.min_vllm_version, (ctx.variant(sel.variant).model_extra or {}).get("min_vllm_version"),
-             (store.model_extra or {}).get("min_vllm_version") if store is not None else None]
+    found = [ctx.recipe.model.min_vllm_version, ctx.variant(sel.variant).min_vllm_version,
+             store.min_vllm_version if store is not None else None]
 
     def key(v: str) -> tuple:
         return tuple(int(p) if p.isdigit() else 0 for p in str(v).split("."))
@@ -98,7 +96,7 @@ def install(ctx: RecipeContext, sel, companions: list[dict]) -> dict:
     brand = brand_key(ctx, sel.hardware)
     minver = min_vllm_version(ctx, sel)
     spec = f"'vllm>={minver}'" if minver else "vllm"
-    inst = (ctx.recipe.model.model_extra or {}).get("install") or {}
+    inst = ctx.recipe.model.install or {}
     pip = None
     if brand == "nvidia":
         pip = (f"uv pip install -U --pre {spec} --extra-index-url https://wheels.vllm.ai/nightly --torch-backend auto"
@@ -186,20 +184,19 @@ def _mooncake_companions(ctx: RecipeContext, sel, store) -> list[dict]:
     the JSON config every instance reads from ``$MOONCAKE_CONFIG_PATH``."""
     import json
 
-    extra = store.model_extra or {}
     brand = brand_key(ctx, sel.hardware)
     install = ((store.vllm or {}).get("install") or {})
     install_line = install.get(brand) if isinstance(install, dict) else install
     out = []
-    master = extra.get("mooncake_master") or {}
+    master = store.mooncake_master or {}
     if master.get("command"):
         out.append({"label": "Mooncake master", "description": str(master.get("description", "")),
                     "command": str(master["command"]).strip(), "install": install_line})
-    store_cfg = extra.get("mooncake_store_config") or {}
+    store_cfg = store.mooncake_store_config or {}
     if isinstance(store_cfg, dict) and store_cfg.get("command"):
         out.append({"label": "Mooncake store", "description": str(store_cfg.get("description", "")),
                     "command": str(store_cfg["command"]).strip(), "install": install_line})
-    cfg = extra.get("mooncake_vllm_config") or {}
+    cfg = store.mooncake_vllm_config or {}
     template = cfg.get("template") if isinstance(cfg, dict) else None
     if template:
         body = json.dumps(template, indent=2)

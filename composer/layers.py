@@ -230,7 +230,7 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
         else:
             store = ctx.strategy(kv)
             vllm = store.vllm or {}
-            pd_args = ((store.model_extra or {}).get("pd") or {}).get(pool, {}).get("args") if pool else None
+            pd_args = store.pd[pool].args if pool and pool in store.pd else None
             if pd_args:
                 # P/D keeps its NIXL transfer: a MultiConnector combines it with the store.
                 argv.add_tokens([str(x) for x in pd_args], Source("kv_offload", f"kv_store/{kv}.pd.{pool}.args"))

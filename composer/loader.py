@@ -13,6 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from composer.schema import Catalog, Recipe
+from composer.validate import validate_catalog, validate_recipe
 
 
 class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
@@ -75,7 +76,9 @@ def _validation_errors(exc: ValidationError, file: str) -> list[RecipeError]:
     out = []
     for err in exc.errors():
         key = ".".join(str(p) for p in err["loc"])
-        out.append(RecipeError(file, key, f"{err['msg']} (got {err.get('input')!r:.80})"))
+        # Sequences are tuples in the types but lists in YAML: say what the author writes.
+        msg = "Input should be a valid list" if err["type"] == "tuple_type" else err["msg"]
+        out.append(RecipeError(file, key, f"{msg} (got {err.get('input')!r:.80})"))
     return out
 
 
@@ -100,7 +103,7 @@ def load_catalog(root: Path) -> Catalog:
     if errors:
         raise RecipeLoadError(errors)
     try:
-        return Catalog.model_validate(data)
+        return validate_catalog(data)
     except ValidationError as exc:
         raise RecipeLoadError(_validation_errors(exc, "taxonomy.yaml / strategies")) from None
 
@@ -128,6 +131,6 @@ def load_recipe_data(root: Path, recipe_id: str, path: Path | None = None) -> di
 def load_recipe(root: Path, recipe_id: str) -> Recipe:
     data = load_recipe_data(root, recipe_id)
     try:
-        return Recipe.model_validate(data)
+        return validate_recipe(data)
     except ValidationError as exc:
         raise RecipeLoadError(_validation_errors(exc, f"models/{recipe_id}.yaml")) from None

@@ -317,7 +317,7 @@ def raise_reasons(ctx: RecipeContext, sel: Selection, want: int, floor: int, got
 def default_install(ctx: RecipeContext) -> str:
     """``docker`` when the recipe's ``model.install`` lists docker before pip or
     disables pip (semantics §2.1), else ``pip``."""
-    inst = (ctx.recipe.model.model_extra or {}).get("install")
+    inst = ctx.recipe.model.install
     if isinstance(inst, dict):
         keys = [k for k in inst if k in ("pip", "docker")]
         if inst.get("pip") is False or (keys and keys[0] == "docker" and inst.get("docker") is not False):

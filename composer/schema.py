@@ -1,19 +1,40 @@
-"""Pydantic models of the recipe format (the public vLLM recipes YAML format).
+"""The recipe format as immutable, typed stdlib dataclasses: the one definition
+of a recipe's types.
 
-The format is described in ``shared/docs/upstream-recipe-semantics.md`` §1; these
-models type the keys the composer reads and keep every other key (``extra="allow"``),
-so any recipe of the public corpus loads unchanged.
+The format is the public vLLM recipes YAML format (``shared/docs/
+upstream-recipe-semantics.md`` §1) plus our documented additions. These classes
+are read everywhere: the composer works on them, pydantic validates YAML into
+them and publishes their JSON Schema (``composer.validate``, build, CLI, tests),
+and the browser rebuilds them from the build's already-validated JSON with
+``composer.convert`` (no pydantic there: a Pyodide memory snapshot cannot hold
+pydantic-core's native extension).
 
+The ``Annotated`` markers below are pydantic's when pydantic is installed and
+inert stand-ins when it is not, so this module imports in the browser too.
+
+Every key the composer reads is declared here; keys it does not read are
+ignored by validation (display-only keys of the public corpus load unchanged).
 Scalars that end up on a command line (args and env values) are normalised to
-strings here, once: YAML ``8`` becomes ``"8"``, ``0`` stays ``"0"`` (never dropped)
-and ``true`` becomes ``"true"`` (upstream weakness W5).
+strings during validation, once: YAML ``8`` becomes ``"8"``, ``0`` stays ``"0"``
+(never dropped) and ``true`` becomes ``"true"`` (upstream weakness W5).
+Sizes are in decimal GB (10^9 bytes) throughout.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Mapping, Optional, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+try:  # build, CLI and tests validate with pydantic; the browser only reads the types
+    from pydantic import BeforeValidator, ConfigDict, Field
+except ImportError:  # pragma: no cover - exercised in Pyodide
+    def BeforeValidator(func, json_schema_input_type=None):  # noqa: N802 - mirrors pydantic's name
+        return None
+
+    def Field(*args, **kwargs):  # noqa: N802
+        return None
+
+    ConfigDict = dict
 
 
 def scalar_to_str(value: Any) -> Any:
@@ -28,7 +49,7 @@ def scalar_to_str(value: Any) -> Any:
 def _args_list(value: Any) -> Any:
     if value is None:
         return []
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [scalar_to_str(v) for v in value]
     return value
 
@@ -41,36 +62,47 @@ def _env_map(value: Any) -> Any:
     return value
 
 
-Args = Annotated[list[str], BeforeValidator(_args_list)]
-"""A list of argv tokens; YAML numbers and booleans become strings."""
-Env = Annotated[dict[str, str], BeforeValidator(_env_map)]
-"""Environment variables; values become strings."""
+def _none_to_empty(value: Any) -> Any:
+    return {} if value is None else value
 
 
-class Open(BaseModel):
-    """Base of every model: unknown keys are kept (display-only keys of the corpus)."""
+Args = Annotated[tuple[str, ...], BeforeValidator(_args_list)]
+"""argv tokens; YAML numbers and booleans become strings."""
+Env = Annotated[Mapping[str, str], BeforeValidator(_env_map)]
+"""Environment variables (name → value); values become strings."""
+Positive = Annotated[int, Field(ge=1)]
+GB = Annotated[float, Field(ge=0)]
+"""A size in decimal GB (10^9 bytes)."""
 
-    # NaN and infinity are never meaningful sizes or ratios.
-    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
-
-
-DockerImage = Union[str, dict[str, Union[str, dict[str, str]]], None]
+DockerImage = Union[str, Mapping[str, Union[str, Mapping[str, str]]], None]
 """A container image: a string (NVIDIA), a brand map ``{nvidia, amd, tpu, intel}``
 whose NVIDIA value may be a CUDA map ``{cu129, cu130}``, or a bare CUDA map."""
 
+# Unknown keys are ignored (the public corpus has many display-only keys);
+# NaN and infinity are never meaningful sizes or ratios.
+_CONFIG = ConfigDict(extra="ignore", allow_inf_nan=False)
 
-class HardwareProfile(Open):
+
+def _frozen(cls):
+    """``@dataclass(frozen=True)`` with the shared pydantic config attached."""
+    cls.__pydantic_config__ = _CONFIG
+    return dataclass(frozen=True)(cls)
+
+
+@_frozen
+class HardwareProfile:
     """One node of a hardware kind (taxonomy ``hardware_profiles.<id>``).
 
-    ``vram_gb`` is the node's total GPU memory in decimal GB (10^9 bytes).
+    ``vram_gb`` is the node's total GPU memory in decimal GB; ``gpu_count`` the
+    GPUs per node (an NVL4 tray counts as one node of 4).
     """
 
     brand: str
-    generation: Union[str, list[str]] = ""
     display_name: str
+    generation: Union[str, tuple[str, ...]] = ""
     description: str = ""
-    gpu_count: int = Field(1, ge=1)
-    vram_gb: float = Field(0, ge=0)
+    gpu_count: Positive = 1
+    vram_gb: GB = 0
     restricted: bool = False
     scalable: bool = True
 
@@ -78,7 +110,7 @@ class HardwareProfile(Open):
     def gen(self) -> str:
         """The generation key (first element if the YAML gives a list)."""
         g = self.generation
-        if isinstance(g, list):
+        if isinstance(g, tuple):
             return g[0] if g else ""
         return g
 
@@ -87,181 +119,247 @@ class HardwareProfile(Open):
         return self.vram_gb / self.gpu_count
 
 
-class Companion(Open):
+@_frozen
+class Companion:
+    """A process run beside vLLM (e.g. the LMCache server): shell ``command``."""
+
     label: str = ""
     description: str = ""
     command: str = ""
 
 
-class KvOffloadOption(Open):
+@_frozen
+class KvOffloadOption:
     """A taxonomy ``kv_offload.<id>`` option: args/env appended last (seed layer order)."""
 
     display_name: str = ""
     label: str = ""
     order: int = 99
     description: str = ""
-    group: str | None = None
+    group: Optional[str] = None
     requires_opt_in: bool = False
-    brands: list[str] | None = None
-    strategies: list[str] | None = None
-    args: Args = []
-    env: Env = {}
-    install: str | None = None
-    companion: Companion | None = None
+    brands: Optional[tuple[str, ...]] = None
+    strategies: Optional[tuple[str, ...]] = None
+    args: Args = ()
+    env: Env = field(default_factory=dict)
+    install: Optional[str] = None
+    companion: Optional[Companion] = None
 
 
-class Taxonomy(Open):
-    hardware_profiles: dict[str, HardwareProfile]
-    kv_offload: dict[str, KvOffloadOption] = {}
+@_frozen
+class Taxonomy:
+    """``taxonomy.yaml``: hardware profiles and KV offload options."""
+
+    hardware_profiles: Mapping[str, HardwareProfile]
+    kv_offload: Annotated[Mapping[str, KvOffloadOption], BeforeValidator(_none_to_empty)] = field(default_factory=dict)
 
 
-class RoleSpec(Open):
+@_frozen
+class HardwareBlock:
+    """``{extra_args, extra_env}`` keyed by hardware id, generation, brand or ``default``."""
+
+    extra_args: Args = ()
+    extra_env: Env = field(default_factory=dict)
+    args: Args = ()
+    docker_image: DockerImage = None
+
+
+@_frozen
+class RoleSpec:
     """A P/D role block of the pd_cluster strategy (or of a recipe's override)."""
 
-    vllm_args: Args = []
-    extra_args: Args = []
-    env: Env = {}
-    parallelism: str | None = None
-    parallel_flag: str | None = None
-    tp: int | None = None
-    nodes: Union[int, dict[str, int], None] = None
-    hardware_overrides: dict[str, "HardwareBlock"] = {}
+    vllm_args: Args = ()
+    extra_args: Args = ()
+    env: Env = field(default_factory=dict)
+    parallelism: Optional[str] = None
+    parallel_flag: Optional[str] = None
+    tp: Optional[int] = None
+    nodes: Union[int, Mapping[str, int], None] = None
+    hardware_overrides: Mapping[str, HardwareBlock] = field(default_factory=dict)
 
 
-class Strategy(Open):
-    """A serving strategy (``strategies/<id>.yaml``) or KV-store deployment."""
+@_frozen
+class PdConnector:
+    """A KV store's P/D form (``kv_store/<id>.yaml`` ``pd.<role>``): args that
+    keep NIXL through a MultiConnector."""
+
+    args: Args = ()
+
+
+@_frozen
+class Strategy:
+    """A serving strategy (``strategies/<id>.yaml``) or a KV-store deployment
+    (``kv_store/<id>.yaml``, ``deploy_type: kv_store_lb``)."""
 
     name: str
     deploy_type: Literal["single_node", "multi_node", "pd_cluster", "kv_store_lb"] = "single_node"
     display_name: str = ""
     description: str = ""
-    vllm_args: Args = []
+    vllm_args: Args = ()
     parallel_flag: str = "--tensor-parallel-size"
-    parallelism: str | None = None
-    env: Env = {}
-    prefill: RoleSpec | None = None
-    decode: RoleSpec | None = None
-    router: dict[str, Any] | None = None
-    vllm: dict[str, Any] | None = None
+    parallelism: Optional[str] = None
+    env: Env = field(default_factory=dict)
+    prefill: Optional[RoleSpec] = None
+    decode: Optional[RoleSpec] = None
+    router: Optional[Mapping[str, Any]] = None
+    vllm: Optional[Mapping[str, Any]] = None
     label: str = ""
     order: int = 99
+    # KV-store deployments only:
+    pd: Mapping[str, PdConnector] = field(default_factory=dict)
+    min_vllm_version: Optional[str] = None
+    default_instances: Optional[int] = None
+    mooncake_master: Optional[Mapping[str, Any]] = None
+    mooncake_store_config: Optional[Mapping[str, Any]] = None
+    mooncake_vllm_config: Optional[Mapping[str, Any]] = None
 
 
-class HardwareBlock(Open):
-    """``{extra_args, extra_env}`` keyed by generation, brand or hardware id."""
+@_frozen
+class FeatureMode:
+    """One mode of a moded feature (``features.<id>.modes.<mode>``)."""
 
-    extra_args: Args = []
-    extra_env: Env = {}
-    args: Args = []
-    docker_image: DockerImage = None
-
-
-RoleSpec.model_rebuild()
-
-
-class FeatureMode(Open):
     label: str = ""
     description: str = ""
-    args: Args = []
-    variants: list[str] | None = None
-    hardware: dict[str, str] = {}
-    hardware_overrides: dict[str, HardwareBlock] = {}
+    args: Args = ()
+    variants: Optional[tuple[str, ...]] = None
+    hardware: Mapping[str, str] = field(default_factory=dict)
+    hardware_overrides: Mapping[str, HardwareBlock] = field(default_factory=dict)
 
 
-class Feature(Open):
+@_frozen
+class Feature:
     """A toggle (``features.<id>``). Either ``args`` or ``modes``, never both."""
 
     label: str = ""
     description: str = ""
-    args: Args = []
-    modes: dict[str, FeatureMode] | None = None
-    default_mode: str | None = None
-    strategies: list[str] | None = None
-    hardware_overrides: dict[str, HardwareBlock] = {}
-    companion: Companion | None = None
+    args: Args = ()
+    modes: Optional[Mapping[str, FeatureMode]] = None
+    default_mode: Optional[str] = None
+    strategies: Optional[tuple[str, ...]] = None
+    hardware_overrides: Mapping[str, HardwareBlock] = field(default_factory=dict)
+    companion: Optional[Companion] = None
 
 
-class Variant(Open):
-    """A checkpoint variant (``variants.<id>``); ``vram_minimum_gb`` is the weights in GB."""
+@_frozen
+class Variant:
+    """A checkpoint variant (``variants.<id>``).
+
+    ``vram_minimum_gb`` is the GPU memory the weights need in GB (the recipe's
+    estimate; ours are parameters × bytes per parameter × headroom, given in
+    ``parameter_count_b``, ``bytes_per_param`` and ``headroom``).
+    """
 
     precision: str = ""
     label: str = ""
     description: str = ""
-    vram_minimum_gb: float | None = None
-    model_id: str | None = None
-    extra_args: Args = []
-    extra_env: Env = {}
-    tp: Union[int, dict[str, int], None] = None
-    supported_hardware: list[str] | None = None
-    precision_hardware: dict[str, Any] | None = None
-    default_modes: dict[str, str] = {}
-    hardware_overrides: dict[str, HardwareBlock] = {}
+    vram_minimum_gb: Optional[GB] = None
+    model_id: Optional[str] = None
+    extra_args: Args = ()
+    extra_env: Env = field(default_factory=dict)
+    tp: Union[int, Mapping[str, int], None] = None
+    supported_hardware: Optional[tuple[str, ...]] = None
+    precision_hardware: Optional[Mapping[str, Any]] = None
+    default_modes: Mapping[str, str] = field(default_factory=dict)
+    hardware_overrides: Mapping[str, HardwareBlock] = field(default_factory=dict)
     docker_image: DockerImage = None
+    min_vllm_version: Optional[str] = None
+    nightly_required: bool = False
+    parameter_count_b: Optional[float] = None
+    bytes_per_param: Optional[float] = None
+    headroom: Optional[float] = None
 
 
-class StrategyOverride(Open):
+@_frozen
+class StrategyOverride:
     """``strategy_overrides.<strategy>``: recipe-specific args/env for one strategy."""
 
-    extra_args: Args = []
-    vllm_args: Args = []
-    env: Env = {}
-    extra_env: Env = {}
-    tp: Union[int, dict[str, int], None] = None
-    hardware_overrides: dict[str, HardwareBlock] = {}
-    prefill: RoleSpec | None = None
-    decode: RoleSpec | None = None
-    router: dict[str, Any] | None = None
-    pool_modes: list[str] | None = None
+    extra_args: Args = ()
+    vllm_args: Args = ()
+    env: Env = field(default_factory=dict)
+    extra_env: Env = field(default_factory=dict)
+    tp: Union[int, Mapping[str, int], None] = None
+    hardware_overrides: Mapping[str, HardwareBlock] = field(default_factory=dict)
+    prefill: Optional[RoleSpec] = None
+    decode: Optional[RoleSpec] = None
+    router: Optional[Mapping[str, Any]] = None
+    pool_modes: Optional[tuple[str, ...]] = None
 
 
-class VerifiedConfig(Open):
+@_frozen
+class VerifiedConfig:
     """A deployment the recipe authors validated: hardware id and strategy id."""
 
     hardware: str
     strategy: str
 
 
-class Meta(Open):
+@_frozen
+class Meta:
+    """``meta``: what the page header and index show, and hardware verification."""
+
     title: str
     provider: str = ""
     description: str = ""
-    tasks: list[str] = []
-    hardware: dict[str, str] = {}
-    default_hardware: str | None = None
-    verified_configs: list[VerifiedConfig] = []
+    tasks: tuple[str, ...] = ()
+    hardware: Mapping[str, str] = field(default_factory=dict)
+    default_hardware: Optional[str] = None
+    verified_configs: tuple[VerifiedConfig, ...] = ()
 
 
-class Model(Open):
+@_frozen
+class Model:
+    """``model``: the checkpoint and the args every command starts from.
+
+    ``num_attention_heads`` bounds the valid TP sizes (TP must divide it);
+    ``supports_dcp`` / ``flashinfer_autotune`` show the matching Advanced knobs;
+    ``install`` is the public format's per-method install block (semantics §2.1).
+    """
+
     model_id: str
-    base_args: Args = []
-    base_env: Env = {}
-    num_attention_heads: int | None = Field(None, ge=1)
-    min_vllm_version: str | None = None
+    base_args: Args = ()
+    base_env: Env = field(default_factory=dict)
+    num_attention_heads: Optional[Positive] = None
+    min_vllm_version: Optional[str] = None
     docker_image: DockerImage = None
+    architecture: str = ""
+    parameter_count: Union[str, float, None] = None
+    active_parameters: Union[str, float, None] = None
+    context_length: Optional[int] = None
+    routed_experts: Optional[int] = None
+    active_experts: Optional[int] = None
+    shared_experts: Optional[int] = None
+    weight_precision: Optional[str] = None
+    activation_precision: Optional[str] = None
+    supports_dcp: bool = False
+    flashinfer_autotune: bool = False
+    nightly_required: bool = False
+    install: Optional[Mapping[str, Any]] = None
 
 
-class OmniTaskHardware(Open):
+@_frozen
+class OmniTaskHardware:
     """Per-hardware refinement of an omni task."""
 
-    vram_minimum_gb: float | None = None
-    extra_args: Args = []
-    curl: str | None = None
+    vram_minimum_gb: Optional[GB] = None
+    extra_args: Args = ()
+    curl: Optional[str] = None
 
 
-class OmniTask(Open):
+@_frozen
+class OmniTask:
     """One task of a vLLM-Omni recipe (text-to-speech, text-to-video …): its own
     checkpoint, weights, extra args and client example (semantics §14)."""
 
     id: str
-    key: str | None = None
+    key: Optional[str] = None
     label: str = ""
     description: str = ""
-    model_id: str | None = None
-    vram_minimum_gb: float | None = None
-    extra_args: Args = []
-    endpoint: str | None = None
-    curl: str | None = None
-    hardware_overrides: dict[str, OmniTaskHardware] = {}
+    model_id: Optional[str] = None
+    vram_minimum_gb: Optional[GB] = None
+    extra_args: Args = ()
+    endpoint: Optional[str] = None
+    curl: Optional[str] = None
+    hardware_overrides: Mapping[str, OmniTaskHardware] = field(default_factory=dict)
 
     @property
     def ident(self) -> str:
@@ -269,49 +367,60 @@ class OmniTask(Open):
         return self.key or self.id
 
 
-class Omni(Open):
+def _task_from_id(value: Any) -> Any:
+    return {"id": value} if isinstance(value, str) else value
+
+
+@_frozen
+class Omni:
     """``omni``: a recipe served by vLLM-Omni (``vllm serve … --omni``) on one node."""
 
-    port: int | None = None
+    port: Optional[int] = None
     # A task may be given by its id alone ("t2i").
-    tasks: list[Annotated[OmniTask, BeforeValidator(lambda v: {"id": v} if isinstance(v, str) else v,
-                                                    json_schema_input_type=Union[str, OmniTask])]] = []
+    tasks: tuple[Annotated[OmniTask, BeforeValidator(_task_from_id, json_schema_input_type=Union[str, OmniTask])], ...] = ()
 
 
-class AdvancedOption(Open):
+@_frozen
+class AdvancedOption:
+    """A recipe's own Advanced knob (``advanced_options[i]``)."""
+
     id: str
     label: str = ""
     description: str = ""
-    args: Args = []
+    args: Args = ()
 
 
-class Recipe(Open):
+def _default_variants() -> dict:
+    return {"default": Variant()}
+
+
+@_frozen
+class Recipe:
     """One model recipe (``models/<org>/<repo>.yaml``)."""
 
     meta: Meta
     model: Model
-    features: dict[str, Feature] = {}
-    opt_in_features: list[str] = []
-    hardware_opt_in_features: dict[str, list[str]] = {}
-    variants: dict[str, Variant] = Field(default_factory=lambda: {"default": Variant()}, min_length=1)
-    compatible_strategies: list[str] = []
-    strategy_hardware: dict[str, dict[str, str]] = {}
-    default_strategy: str | None = None
-    strategy_min_gpus: Union[int, dict[str, Union[int, dict[str, int]]], None] = None
-    strategy_overrides: dict[str, StrategyOverride] = {}
-    hardware_overrides: dict[str, HardwareBlock] = {}
-    kv_offload_support: dict[str, str] = {}
-    kv_cache_strategy_hardware: dict[str, dict[str, str]] = {}
-    hardware_notes: dict[str, Any] = {}
-    advanced_options: list[AdvancedOption] = []
-    exclusive_features: list[list[str]] = []
-    omni: Omni | None = None
+    features: Mapping[str, Feature] = field(default_factory=dict)
+    opt_in_features: tuple[str, ...] = ()
+    hardware_opt_in_features: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    variants: Annotated[Mapping[str, Variant], Field(min_length=1)] = field(default_factory=_default_variants)
+    compatible_strategies: tuple[str, ...] = ()
+    strategy_hardware: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    default_strategy: Optional[str] = None
+    strategy_min_gpus: Union[int, Mapping[str, Union[int, Mapping[str, int]]], None] = None
+    strategy_overrides: Mapping[str, StrategyOverride] = field(default_factory=dict)
+    hardware_overrides: Mapping[str, HardwareBlock] = field(default_factory=dict)
+    kv_offload_support: Mapping[str, str] = field(default_factory=dict)
+    kv_cache_strategy_hardware: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    advanced_options: tuple[AdvancedOption, ...] = ()
+    exclusive_features: tuple[tuple[str, ...], ...] = ()
+    omni: Optional[Omni] = None
 
 
-class Catalog(BaseModel):
-    """Everything a recipe is composed against: taxonomy, strategies, KV stores."""
-
-    model_config = ConfigDict(frozen=True)
+@_frozen
+class Catalog:
+    """Everything a recipe is composed against: the taxonomy and the strategies
+    (``strategies/*.yaml`` and ``kv_store/*.yaml``, keyed by name)."""
 
     taxonomy: Taxonomy
-    strategies: dict[str, Strategy]
+    strategies: Mapping[str, Strategy]

@@ -1,13 +1,54 @@
-"""Recipe checks beyond the schema: every arg list must parse into flags and
-values, and no single list may contradict itself (the same flag identity twice,
-e.g. ``--x`` with ``--no-x`` or ``--f 1`` with ``--f=2``). Errors name the recipe
-key path of the list (mkdocs-style: all problems collected, none raised).
+"""Validating recipe data (build, CLI, tests; never in the browser).
+
+* ``validate_recipe`` / ``validate_catalog``: pydantic validates raw YAML data
+  straight into the ``composer.schema`` dataclasses (raises
+  ``pydantic.ValidationError`` with every problem and its key path);
+  ``dump`` writes them back as JSON data, which ``composer.convert`` reads in
+  the browser; ``recipe_json_schema`` publishes the format.
+* Checks beyond the schema: every arg list must parse into flags and values,
+  and no single list may contradict itself (the same flag identity twice, e.g.
+  ``--x`` with ``--no-x`` or ``--f 1`` with ``--f=2``); ids a recipe names must
+  exist. Errors name the recipe key path (mkdocs-style: all problems
+  collected, none raised).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from pydantic import TypeAdapter
+
 from composer.argv import ArgvError, parse_tokens
 from composer.schema import Catalog, Recipe
+
+RECIPE = TypeAdapter(Recipe)
+CATALOG = TypeAdapter(Catalog)
+
+
+def validate_recipe(data: Any) -> Recipe:
+    """A ``Recipe`` from raw data (a YAML mapping or the build's JSON); raises
+    ``pydantic.ValidationError`` listing every problem with its key path."""
+    return data if isinstance(data, Recipe) else RECIPE.validate_python(data)
+
+
+def validate_catalog(data: Any) -> Catalog:
+    """A ``Catalog`` from ``{taxonomy, strategies}``; raises ``pydantic.ValidationError``."""
+    return data if isinstance(data, Catalog) else CATALOG.validate_python(data)
+
+
+def dump(value: Recipe | Catalog) -> dict:
+    """JSON data of a validated recipe or catalogue (``None`` values left out);
+    ``composer.convert.from_json`` rebuilds the same value from it."""
+    adapter = RECIPE if isinstance(value, Recipe) else CATALOG
+    return adapter.dump_python(value, mode="json", exclude_none=True)
+
+
+def recipe_json_schema() -> dict:
+    """JSON Schema (draft 2020-12) of a recipe file, generated from the dataclasses."""
+    schema = RECIPE.json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "vLLM recipe"
+    return schema
 
 
 def arg_lists(recipe: Recipe):

@@ -82,9 +82,9 @@ def option(p: dict, name: str, oid: str) -> dict:
 # ------------------------------------------------- the model and its weight
 def test_model_is_moe_with_896_routed_16_active_and_a_shared_expert(k3):
     # "896 routed experts in total, with 16 activated per token, plus a shared expert"
-    m = k3.recipe.model.model_extra
-    assert m["architecture"] == "moe"
-    assert (m["routed_experts"], m["active_experts"], m["shared_experts"]) == (896, 16, 1)
+    m = k3.recipe.model
+    assert m.architecture == "moe"
+    assert (m.routed_experts, m.active_experts, m.shared_experts) == (896, 16, 1)
 
 
 def test_single_variant_mxfp4_weights_mxfp8_activations(k3, plan):
@@ -92,19 +92,18 @@ def test_single_variant_mxfp4_weights_mxfp8_activations(k3, plan):
     assert list(k3.recipe.variants) == ["default"]
     v = k3.recipe.variants["default"]
     assert v.precision == "mxfp4" and v.label == "MXFP4"
-    assert k3.recipe.model.model_extra["weight_precision"] == "MXFP4"
-    assert k3.recipe.model.model_extra["activation_precision"] == "MXFP8"
+    assert k3.recipe.model.weight_precision == "MXFP4"
+    assert k3.recipe.model.activation_precision == "MXFP8"
     assert option_ids(plan(""), "variant") == ["default"]
 
 
 def test_weight_estimate_is_2_8T_x_half_byte_x_1_2_headroom_1680_gb(k3, plan):
     # "2.8T × 0.5 byte/param × 1.2 headroom ≈ 1680GB"
     v = k3.recipe.variants["default"]
-    extra = v.model_extra
-    assert extra["parameter_count_b"] == 2800
-    assert extra["bytes_per_param"] == 0.5
-    assert extra["headroom"] == 1.2
-    estimate = extra["parameter_count_b"] * extra["bytes_per_param"] * extra["headroom"]
+    assert v.parameter_count_b == 2800
+    assert v.bytes_per_param == 0.5
+    assert v.headroom == 1.2
+    estimate = v.parameter_count_b * v.bytes_per_param * v.headroom
     assert math.isclose(estimate, 1680)
     assert v.vram_minimum_gb == 1680
     assert k3.weights_gb("default") == 1680
