@@ -33,7 +33,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from pydantic import ValidationError
 
-from composer.api import compose, make_context
+from composer.api import compose, compose_page, make_context
 from composer.argv import ArgvError
 from composer.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths
 from composer.schema import Catalog, Recipe
@@ -111,7 +111,7 @@ def check_references(rid: str, recipe: Recipe, catalog: Catalog, recipes_dir: Pa
         return errs
     try:
         ctx = make_context(rid, recipe, catalog)
-        compose(ctx, "", options=False)
+        compose(ctx, "")
     except ArgvError as exc:
         errs.append(RecipeError(file, "(args)", str(exc)))
     return errs
@@ -173,7 +173,7 @@ def recipe_api(ctx, recipe: Recipe, plan: dict) -> dict:
         if ctx.hardware_block_reason(hw, variant):
             continue
         same = plan["selection"]["hardware"] == hw
-        by_hw[hw] = api_plan(plan if same else compose(ctx, {"hardware": hw}, options=False))
+        by_hw[hw] = api_plan(plan if same else compose(ctx, {"hardware": hw}))
     return {"id": ctx.recipe_id, "recipe": dump(recipe),
             "default_plan": api_plan(plan), "by_hardware": by_hw}
 
@@ -222,7 +222,7 @@ def _render_recipe(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
         return rid, None, problems
     tmp, runtime = job["tmp"], job["runtime"]
     ctx = make_context(rid, recipe, job["catalog"])
-    plan = compose(ctx, "")
+    plan = compose_page(ctx, "")
     recipe_text = json.dumps({"id": rid, "recipe": dump(recipe)}, separators=(",", ":"))
     api_text = json.dumps(recipe_api(ctx, recipe, plan), separators=(",", ":"))
     for sub, text in (("data", recipe_text), ("api", api_text)):

@@ -1,7 +1,9 @@
 """The composer's public API: one call from recipe data and a query to a plan.
 
-``compose`` takes pydantic models (CLI, build, tests); ``compose_json`` takes the
-JSON the build writes for the browser, so Pyodide runs the very same code.
+``make_context`` binds validated recipe data (CLI, build, tests);
+``context_from_json`` binds the JSON the build writes, so Pyodide runs the very
+same code without pydantic. ``compose`` gives the plan (CLI, JSON API);
+``compose_page`` adds the page's controls.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from functools import lru_cache
 
 from composer.context import RecipeContext
 from composer.convert import from_json
-from composer.plan import build_plan
+from composer.controls import build_options, groups
+from composer.plan import build_plan, plan_and_selection
 from composer.schema import Catalog, Recipe
 
 
@@ -26,13 +29,22 @@ def make_context(recipe_id: str, recipe: Recipe | dict, catalog: Catalog | dict)
     return RecipeContext(recipe_id, recipe, catalog)
 
 
-def compose(ctx: RecipeContext, query: str | dict | None = None, options: bool = True) -> dict:
-    """The plan dict for ``query`` (see ``composer.plan.build_plan``)."""
-    return build_plan(ctx, query, options=options)
+def compose(ctx: RecipeContext, query: str | dict | None = None) -> dict:
+    """The plan dict for ``query`` (see ``composer.plan.build_plan``): what the
+    CLI prints and the JSON API serves. Never raises for any query."""
+    return build_plan(ctx, query)
+
+
+def compose_page(ctx: RecipeContext, query: str | dict | None = None) -> dict:
+    """What the page shows for ``query``: the plan dict plus ``options`` (every
+    control with its state, ``composer.controls``) and ``groups`` (legends and
+    help). The page renders it with the macros of ``site_src/_macros.html``."""
+    plan, sel, canon = plan_and_selection(ctx, query)
+    return {**plan, "options": build_options(ctx, sel, canon), "groups": groups()}
 
 
 @lru_cache(maxsize=8)
-def _context_from_json(recipe_text: str, catalog_text: str) -> RecipeContext:
+def context_from_json(recipe_text: str, catalog_text: str) -> RecipeContext:
     data = json.loads(recipe_text)
     return RecipeContext(data["id"], from_json(Recipe, data["recipe"]), from_json(Catalog, json.loads(catalog_text)))
 
@@ -41,4 +53,4 @@ def compose_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
     """Browser entry point: ``recipe_json`` is the build's ``{id, recipe}``
     document and ``catalog_json`` its catalogue, both validated by the build;
     returns the plan as JSON text."""
-    return json.dumps(compose(_context_from_json(recipe_json, catalog_json), query))
+    return json.dumps(compose(context_from_json(recipe_json, catalog_json), query))

@@ -8,7 +8,7 @@ person chose (issue: "Share … defaults omitted, a v= schema version").
 from __future__ import annotations
 
 from composer.context import RecipeContext
-from composer.request import SCHEMA_VERSION, Request, parse_query
+from composer.query import SCHEMA_VERSION, Request, parse_query
 from composer.resolve import POOLS, Selection, resolve
 
 
@@ -40,13 +40,11 @@ def resolved_selection(ctx: RecipeContext, values: dict[str, str]) -> Selection:
 
 
 def raise_reason(notices, asked: int, got: int) -> str:
-    """Why a node count would not be kept, for a disabled option's tooltip."""
-    import re
-
+    """Why a node count would not be kept, for a disabled option's tooltip (the
+    ``reason`` of the resolver's nodes-raised/-lowered notice)."""
     for n in notices:
-        if n.code in ("nodes-raised", "nodes-lowered"):
-            detail = re.sub(r"^.*?nodes (raised|lowered) from \d+ to \d+: ", "", n.message, flags=re.I)
-            return f"Becomes {got}: {detail}"
+        if n.code in ("nodes-raised", "nodes-lowered") and n.reason:
+            return f"Becomes {got}: {n.reason}"
     return f"{asked} node(s) cannot run this deployment; it needs {got}."
 
 

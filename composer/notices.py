@@ -1,24 +1,42 @@
 """Notices: what the plan tells a person besides the commands.
 
 Each notice has a level (``info``, ``warning``, ``error``), a stable ``code`` that
-tests and scripts can match on, and a message a person understands.
+tests and scripts can match on, and a message a person understands. Notices
+about an adjusted value also carry it as data: ``subject`` (the query parameter
+or flag), ``old`` and ``new`` values and the ``reason``, so nothing parses the
+prose back into data.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 LEVELS = ("info", "warning", "error")
 
 
 @dataclass(frozen=True)
 class Notice:
+    """One notice. ``subject``/``old``/``new``/``reason`` are None unless the
+    notice reports a changed value (e.g. ``nodes-raised``: subject ``nodes``,
+    old 2, new 3, reason why 2 does not work)."""
+
     level: str
     code: str
     message: str
+    subject: Optional[str] = None
+    old: Optional[str] = None
+    new: Optional[str] = None
+    reason: Optional[str] = None
 
     def to_dict(self) -> dict:
-        return {"level": self.level, "code": self.code, "message": self.message}
+        """The JSON form: level, code, message, plus the data fields that are set."""
+        d = {"level": self.level, "code": self.code, "message": self.message}
+        for k in ("subject", "old", "new", "reason"):
+            v = getattr(self, k)
+            if v is not None:
+                d[k] = v
+        return d
 
 
 class Notices:
@@ -27,14 +45,14 @@ class Notices:
     def __init__(self) -> None:
         self._items: dict[tuple[str, str], Notice] = {}
 
-    def add(self, level: str, code: str, message: str) -> None:
+    def add(self, level: str, code: str, message: str, *, subject: str | None = None,
+            old=None, new=None, reason: str | None = None) -> None:
+        """Add a notice (a second one with the same code and message is dropped);
+        ``old``/``new`` are stored as strings."""
         assert level in LEVELS, level
         message = message[:1].upper() + message[1:]
-        self._items.setdefault((code, message), Notice(level, code, message))
-
-    def extend(self, other: "Notices") -> None:
-        for n in other.items():
-            self.add(n.level, n.code, n.message)
+        self._items.setdefault((code, message), Notice(
+            level, code, message, subject, None if old is None else str(old), None if new is None else str(new), reason))
 
     def items(self) -> list[Notice]:
         return list(self._items.values())

@@ -1,21 +1,21 @@
 """Compose a plan: the commands of a resolved selection, with provenance,
-capacity, notices, the canonical URL and the page's control options.
+capacity, notices and the canonical URL. The page's controls are not part of a
+plan (``composer.controls``); the CLI and the JSON API never compute them.
 
 ``build_plan(ctx, query)`` is the one entry point; everything else is a step.
 """
 
 from __future__ import annotations
 
-from composer import deploy as run
+from composer import run_forms as run
 from composer.argv import ArgvError, Entry, Source, flag_value
 from composer.canonical import canonical_request
 from composer.context import RecipeContext
 from composer.help import flag_help
-from composer.options import build_options, groups
 from composer.layers import CommandSpec, compose_layers
 from composer.layout import capacity
 from composer.notices import Notices
-from composer.request import parse_query
+from composer.query import parse_query
 from composer.resolve import POOLS, Selection, feature_label, layout_for, pool_layout, resolve, util_in_force
 from composer.shell import command_text, env_text
 from composer.topology import node_units, serves_api
@@ -245,16 +245,22 @@ def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[dict], n
                     f"{label} KV offload uses {total:g} GiB of host memory in total across workers. It moves KV cache, never weights.")
 
 
-def build_plan(ctx: RecipeContext, query, options: bool = True) -> dict:
-    """The plan for ``query`` (string, mapping or None) as a JSON-ready dict.
+def build_plan(ctx: RecipeContext, query) -> dict:
+    """The plan for ``query`` (string, mapping or None) as a JSON-ready dict
+    (the contract is documented in the README, "JSON for scripts and agents").
 
     Keys: ``recipe``, ``selection``, ``commands`` (``role``, ``node_rank``, ``argv``,
     ``env``, ``text`` …), ``notices``, ``url`` (canonical query, "" for the
-    default), ``capacity``, ``verified``, ``status`` (``ok``/``error``), ``summary``
-    and ``options`` (the page controls; omitted when ``options`` is False, as in
-    the JSON API). Never raises for any query; a broken
-    recipe raises ``ArgvError`` (caught by validation at build time).
+    default), ``capacity``, ``verified``, ``status`` (``ok``/``error``) and
+    ``summary``. Never raises for any query; a broken recipe raises
+    ``ArgvError`` (caught by validation at build time).
     """
+    return plan_and_selection(ctx, query)[0]
+
+
+def plan_and_selection(ctx: RecipeContext, query):
+    """``(plan dict, Selection, canonical Request)`` for ``query``: the page
+    builds its controls from the last two without resolving the query again."""
     req = parse_query(query)
     sel, notices = resolve(ctx, req)
     commands, caps = build_commands(ctx, sel, notices)
@@ -276,6 +282,10 @@ def build_plan(ctx: RecipeContext, query, options: bool = True) -> dict:
         c["script"] = run.script(summary_text, c, c["text"])
     canon = canonical_request(ctx, sel)
     status = "error" if notices.has_error() else "ok"
+    return _plan_dict(ctx, sel, summary_text, comps, commands, status, notices, caps, canon), sel, canon
+
+
+def _plan_dict(ctx, sel, summary_text, comps, commands, status, notices, caps, canon) -> dict:
     return {
         "recipe": {"id": ctx.recipe_id, "title": ctx.recipe.meta.title, "model_id": ctx.model_id(sel.variant, sel.task)},
         "selection": sel.to_dict(),
@@ -291,7 +301,6 @@ def build_plan(ctx: RecipeContext, query, options: bool = True) -> dict:
         **verification(ctx, sel),
         "url": ("?" + canon.query()) if canon.values else "",
         "query": canon.query(),
-        **({"options": build_options(ctx, sel, canon), "groups": groups()} if options else {}),
     }
 
 

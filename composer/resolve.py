@@ -16,7 +16,7 @@ from composer.context import BUILTIN_ADVANCED, MAX_NODES, MULTI_NODE_SIBLING, Re
 from composer.layers import compose_layers
 from composer.layout import DEFAULT_GPU_UTIL, Layout, capacity, layout_problem, make_layout, strategy_mode
 from composer.notices import Notices
-from composer.request import SCHEMA_VERSION, Request, _short
+from composer.query import SCHEMA_VERSION, Request, _short
 
 POOLS = ("prefill", "decode")
 POOL_MODES = ("tp", "tep", "dep")
@@ -251,7 +251,7 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         else:
             install = want_install
     if install == "docker":
-        from composer.deploy import docker_image
+        from composer.run_forms import docker_image
         if docker_image(ctx, hw, variant) is None:
             n.add("warning", "install-unavailable", f"No vLLM container image is known for {ctx.hw(hw).brand} hardware; pip commands are shown.")
             install = "pip"
@@ -296,10 +296,12 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         floor_msg = f"{ctx.strategy_label(sid)} needs at least {floor} nodes ({max(ctx.floor_gpus(sid, hw), 2 * ctx.hw(hw).gpu_count) if floor == 2 else ctx.floor_gpus(sid, hw)} GPUs)."
         why = raise_reasons(ctx, sel, want_nodes, floor, nodes, floor_msg, lambda k: layout_for(ctx, sel, k), util)
         if nodes > want_nodes:
-            n.add("warning", "nodes-raised", f"Nodes raised from {want_nodes} to {nodes}: {why}")
+            n.add("warning", "nodes-raised", f"Nodes raised from {want_nodes} to {nodes}: {why}",
+                  subject="nodes", old=want_nodes, new=nodes, reason=why)
         else:
-            n.add("warning", "nodes-lowered", f"Nodes lowered from {want_nodes} to {nodes}: "
-                  f"{layout_ok(ctx, sel, layout_for(ctx, sel, want_nodes), util)} No larger count up to {MAX_NODES} works.")
+            why = f"{layout_ok(ctx, sel, layout_for(ctx, sel, want_nodes), util)} No larger count up to {MAX_NODES} works."
+            n.add("warning", "nodes-lowered", f"Nodes lowered from {want_nodes} to {nodes}: {why}",
+                  subject="nodes", old=want_nodes, new=nodes, reason=why)
     return Selection(hw, variant, sid, nodes, sel.features, adv, kv, install=sel.install, task=sel.task), n
 
 
@@ -439,9 +441,11 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
             if nodes > want:
                 why = raise_reasons(ctx, sel, want, floor, nodes, floor_msg,
                                     lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), util)
-                n.add("warning", "nodes-raised", f"{label}: nodes raised from {want} to {nodes}: {why}")
+                n.add("warning", "nodes-raised", f"{label}: nodes raised from {want} to {nodes}: {why}",
+                      subject=f"{name}_nodes", old=want, new=nodes, reason=why)
             else:
-                why = layout_ok(ctx, sel, pool_layout(ctx, sel, name, mode, want), util)
-                n.add("warning", "nodes-lowered", f"{label}: nodes lowered from {want} to {nodes}: {why} No larger count up to {MAX_NODES} works.")
+                why = f"{layout_ok(ctx, sel, pool_layout(ctx, sel, name, mode, want), util)} No larger count up to {MAX_NODES} works."
+                n.add("warning", "nodes-lowered", f"{label}: nodes lowered from {want} to {nodes}: {why}",
+                      subject=f"{name}_nodes", old=want, new=nodes, reason=why)
         pools[name] = Pool(mode, nodes)
     return Selection(**{**sel.__dict__, "nodes": pools["prefill"].nodes + pools["decode"].nodes, **pools}), n

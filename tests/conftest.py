@@ -28,9 +28,10 @@ def k3():
 
 @pytest.fixture(scope="session")
 def plan(k3):
-    """``plan(query)``: the composed plan dict of ``query`` for Kimi K3."""
+    """``plan(query)``: what the page shows for ``query`` on Kimi K3 (the plan
+    dict plus its ``options``; ``composer.api.compose`` alone has no options)."""
 
     def _plan(query=None):
-        return composer.api.compose(k3, query)
+        return composer.api.compose_page(k3, query)
 
     return _plan

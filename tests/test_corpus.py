@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from composer.api import compose, make_context
+from composer.api import compose, compose_page, make_context
 from composer.loader import load_catalog, load_recipe, recipe_paths
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "upstream-recipes"
@@ -52,10 +52,10 @@ def test_every_offered_choice_composes(rid, catalog):
             if ctx.hardware_block_reason(hw, variant):
                 continue
             for sid in ctx.strategies:
-                plan = compose(ctx, {"hardware": hw, "strategy": sid, "variant": variant})
+                plan = compose_page(ctx, {"hardware": hw, "strategy": sid, "variant": variant})
                 check_plan(plan)
                 count += 1
-    default = compose(ctx, "")
+    default = compose_page(ctx, "")
     check_plan(default)
     assert count > 0 or not ctx.strategies
 
@@ -65,7 +65,7 @@ def test_every_corpus_recipe_default_page_is_a_working_plan(catalog):
     # error page, and a 1320 GB model landed on a node that holds it only at 100 %.
     broken = {}
     for rid in _recipes():
-        plan = compose(make_context(rid, load_recipe(CORPUS, rid), catalog), "", options=False)
+        plan = compose_page(make_context(rid, load_recipe(CORPUS, rid), catalog), "")
         if plan["status"] != "ok":
             broken[rid] = [n["message"] for n in plan["notices"] if n["level"] == "error"]
     assert not broken
@@ -73,7 +73,7 @@ def test_every_corpus_recipe_default_page_is_a_working_plan(catalog):
 
 def test_omni_recipe_serves_its_task(catalog):
     ctx = make_context("nvidia/Cosmos3-Super", load_recipe(CORPUS, "nvidia/Cosmos3-Super"), catalog)
-    plan = compose(ctx, "task=i2v&install=pip")
+    plan = compose_page(ctx, "task=i2v&install=pip")
     argv = plan["commands"][0]["argv"]
     assert argv[:3] == ["vllm", "serve", "nvidia/Cosmos3-Super"] and argv[-1] == "--omni"
     assert "--tensor-parallel-size" not in argv  # the recipe's own args carry its parallelism
@@ -83,14 +83,14 @@ def test_omni_recipe_serves_its_task(catalog):
 
 def test_mooncake_on_a_corpus_recipe_brings_master_config_and_install(catalog):
     ctx = make_context("Qwen/Qwen3-32B", load_recipe(CORPUS, "Qwen/Qwen3-32B"), catalog)
-    plan = compose(ctx, "kv_offload=kv_store_distributed_mooncake")
+    plan = compose_page(ctx, "kv_offload=kv_store_distributed_mooncake")
     assert plan["selection"]["kv_offload"] == "kv_store_distributed_mooncake"
     labels = [c["label"] for c in plan["companions"]]
     assert labels == ["Mooncake master", "Mooncake config"]
     assert 'cat > "$MOONCAKE_CONFIG_PATH" <<EOF' in plan["companions"][1]["command"]
     assert any("mooncake-transfer-engine" in x for x in plan["install"]["extras"])
     assert "vllm>=0.21.0" in plan["install"]["pip"]  # the store's minimum beats the recipe's
-    pd = compose(ctx, "strategy=pd_cluster&kv_offload=kv_store_distributed_mooncake")
+    pd = compose_page(ctx, "strategy=pd_cluster&kv_offload=kv_store_distributed_mooncake")
     for c in pd["commands"]:
         if c["role"] in ("prefill", "decode"):
             cfg = c["argv"][c["argv"].index("--kv-transfer-config") + 1]

@@ -160,9 +160,9 @@ needs_corpus = pytest.mark.skipif(not CORPUS_ROOT.exists(), reason="shared corpu
 
 
 def corpus_plan(rid, query):
-    from composer.api import compose, make_context
+    from composer.api import compose, compose_page, make_context
     from composer.loader import load_catalog, load_recipe
-    return compose(make_context(rid, load_recipe(CORPUS_ROOT, rid), load_catalog(CORPUS_ROOT)), query)
+    return compose_page(make_context(rid, load_recipe(CORPUS_ROOT, rid), load_catalog(CORPUS_ROOT)), query)
 
 
 @needs_corpus
@@ -195,7 +195,7 @@ def test_hybrid_lb_follower_is_not_headless(plan, tmp_path):
     # API, so followers must not be --headless as well.
     import shutil
     import yaml
-    from composer.api import compose, make_context
+    from composer.api import compose_page, make_context
     from composer.loader import load_catalog, load_recipe
     root = tmp_path / "recipes"
     shutil.copytree(__import__("pathlib").Path(__file__).resolve().parents[1] / "recipes", root)
@@ -204,6 +204,6 @@ def test_hybrid_lb_follower_is_not_headless(plan, tmp_path):
     data.setdefault("strategy_overrides", {})["multi_node_tp_dp"] = {"extra_args": ["--data-parallel-hybrid-lb"]}
     path.write_text(yaml.safe_dump(data))
     ctx = make_context("moonshotai/Kimi-K3", load_recipe(root, "moonshotai/Kimi-K3"), load_catalog(root))
-    p = compose(ctx, "hardware=b300&strategy=multi_node_tp_dp")
+    p = compose_page(ctx, "hardware=b300&strategy=multi_node_tp_dp")
     for c in p["commands"]:
         assert "--data-parallel-hybrid-lb" in c["argv"] and "--headless" not in c["argv"]

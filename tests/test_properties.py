@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from composer.api import compose
+from composer.api import compose, compose_page
 
 HARDWARE = ("h100", "h200", "b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x")
 FEATURES = ("tool_calling", "reasoning", "spec_decoding", "text_only")
@@ -158,25 +158,25 @@ def _check_plan(plan: dict, query: str) -> None:
 @SETTINGS
 @given(query=queries())
 def test_every_page_selection_composes_a_consistent_plan(k3, query):
-    plan = compose(k3, query)
+    plan = compose_page(k3, query)
     _check_plan(plan, query)
     # (f) the canonical URL round-trips to the same selection, and is a fixed point
-    again = compose(k3, plan["url"])
+    again = compose_page(k3, plan["url"])
     assert again["selection"] == plan["selection"], (query, plan["url"])
     assert again["url"] == plan["url"]
     assert again["status"] == plan["status"]
     assert [c["argv"] for c in _all_commands(again)] == [c["argv"] for c in _all_commands(plan)]
-    assert compose(k3, plan["query"])["selection"] == plan["selection"]
+    assert compose_page(k3, plan["query"])["selection"] == plan["selection"]
 
 
 @SETTINGS
 @given(query=queries())
 def test_options_queries_select_what_they_offer(k3, query):
     """Clicking an enabled hardware/strategy/kv option lands on that option."""
-    plan = compose(k3, query)
+    plan = compose_page(k3, query)
     for name in ("hardware", "strategy", "kv_offload"):
         for opt in plan["options"][name]:
             if opt["disabled"]:
                 continue
-            got = compose(k3, opt["query"])["selection"]
+            got = compose_page(k3, opt["query"])["selection"]
             assert got[name] == opt["id"], (query, name, opt["id"], opt["query"], got)

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from composer.api import compose
-from composer.request import MAX_QUERY_LEN, parse_query
+from composer.api import compose, compose_page
+from composer.query import MAX_QUERY_LEN, parse_query
 
 DEFAULT = {"hardware": "b300", "variant": "default", "strategy": "single_node_tp", "nodes": 1,
            "features": ["tool_calling", "reasoning"], "advanced": [], "kv_offload": "off", "install": "pip"}
@@ -153,10 +153,10 @@ def test_parse_query_never_raises_on_odd_input():
 @settings(max_examples=200, deadline=None, database=None)
 @given(st.text(max_size=300))
 def test_arbitrary_text_queries_never_raise(k3, text):
-    p = compose(k3, text)
+    p = compose_page(k3, text)
     assert p["status"] in ("ok", "error")
     assert p["commands"] or p["blocked_commands"]
-    assert compose(k3, p["url"])["selection"] == p["selection"]
+    assert compose_page(k3, p["url"])["selection"] == p["selection"]
 
 
 @settings(max_examples=100, deadline=None, database=None)
@@ -165,6 +165,6 @@ def test_arbitrary_text_queries_never_raise(k3, text):
                                         "v", "other"]),
                        st.text(max_size=40), max_size=8))
 def test_arbitrary_parameter_values_never_raise(k3, values):
-    p = compose(k3, values)
+    p = compose_page(k3, values)
     assert p["status"] in ("ok", "error")
-    assert compose(k3, p["url"])["selection"] == p["selection"]
+    assert compose_page(k3, p["url"])["selection"] == p["selection"]

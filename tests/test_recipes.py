@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 import build
-from composer.api import compose, make_context
+from composer.api import compose, compose_page, make_context
 from composer.loader import load_catalog, load_recipe, recipe_paths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +42,7 @@ def test_site_is_not_k3_only():
 def test_dense_model_offers_no_expert_parallel(catalog):
     ctx = ctx_for("meta-llama/Llama-3.3-70B-Instruct", catalog)
     assert not any(s.endswith(("tep", "dep")) for s in ctx.strategies)
-    plan = compose(ctx, "")
+    plan = compose_page(ctx, "")
     assert plan["status"] == "ok"
     argv = plan["commands"][0]["argv"]
     assert "--enable-expert-parallel" not in argv
@@ -51,8 +51,8 @@ def test_dense_model_offers_no_expert_parallel(catalog):
 
 def test_variant_drives_checkpoint_and_capacity(catalog):
     ctx = ctx_for("meta-llama/Llama-3.3-70B-Instruct", catalog)
-    bf16 = compose(ctx, "hardware=h100")
-    fp8 = compose(ctx, "hardware=h100&variant=fp8")
+    bf16 = compose_page(ctx, "hardware=h100")
+    fp8 = compose_page(ctx, "hardware=h100&variant=fp8")
     assert bf16["commands"][0]["argv"][2] == "meta-llama/Llama-3.3-70B-Instruct"
     assert fp8["commands"][0]["argv"][2] == "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic"
     assert bf16["capacity"][0]["weights_gb"] == 141 and fp8["capacity"][0]["weights_gb"] == 72
@@ -64,16 +64,16 @@ def test_feature_off_keeps_a_different_value_of_the_same_flag(catalog):
     # Failing input found while writing the Qwen recipe: an opt-in long-context
     # feature sets --max-model-len 1010000; being off must not delete the base 262144.
     ctx = ctx_for("Qwen/Qwen3-235B-A22B-Instruct-2507", catalog)
-    off = compose(ctx, "")
+    off = compose_page(ctx, "")
     assert flag(off["commands"][0]["argv"], "--max-model-len") == "262144"
     assert not [n for n in off["notices"] if n["code"] == "feature-owned-flag"]
-    on = compose(ctx, "features=tool_calling,long_context")
+    on = compose_page(ctx, "features=tool_calling,long_context")
     assert flag(on["commands"][0]["argv"], "--max-model-len") == "1010000"
 
 
 def test_bf16_moe_needs_more_than_one_h100_node_only_when_it_does_not_fit(catalog):
     ctx = ctx_for("Qwen/Qwen3-235B-A22B-Instruct-2507", catalog)
-    plan = compose(ctx, "hardware=h100&strategy=multi_node_dep")
+    plan = compose_page(ctx, "hardware=h100&strategy=multi_node_dep")
     assert plan["selection"]["nodes"] == 2  # DEP floor 16 GPUs
     argv = plan["commands"][1]["argv"]
     assert flag(argv, "--data-parallel-start-rank") == "8"
@@ -124,7 +124,7 @@ def test_json_api_documents(tmp_path):
     assert set(doc["by_hardware"]) == {"h100", "h200", "b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x"}
     ctx = make_context("moonshotai/Kimi-K3", load_recipe(RECIPES, "moonshotai/Kimi-K3"), load_catalog(RECIPES))
     for hw, plan in doc["by_hardware"].items():
-        cli = compose(ctx, {"hardware": hw}, options=False)
+        cli = compose_page(ctx, {"hardware": hw})
         assert [c["argv"] for c in plan["commands"]] == [c["argv"] for c in cli["commands"]]
         assert plan["status"] == "ok" and all(c["fits"] for c in plan["capacity"])
     schema = json.loads((out / "schema/recipe.schema.json").read_text())
@@ -139,7 +139,7 @@ def test_json_api_documents(tmp_path):
     ("hardware=gb200&strategy=pd_cluster", True, "Prefill/Decode"),
 ])
 def test_verified_mark_only_for_verified_combinations(catalog, query, verified, words):
-    plan = compose(ctx_for("moonshotai/Kimi-K3", catalog), query)
+    plan = compose_page(ctx_for("moonshotai/Kimi-K3", catalog), query)
     assert plan["verified"] is verified
     assert words in plan["verification"]
 
@@ -147,22 +147,22 @@ def test_verified_mark_only_for_verified_combinations(catalog, query, verified, 
 def test_switching_variant_or_hardware_keeps_what_still_works(catalog):
     # Found by a fresh-user trial: FP8 threw away the chosen H100; H200 threw away TEP.
     qwen = ctx_for("Qwen/Qwen3-235B-A22B-Instruct-2507", catalog)
-    plan = compose(qwen, "hardware=h100")
+    plan = compose_page(qwen, "hardware=h100")
     fp8 = next(o for o in plan["options"]["variant"] if o["id"] == "fp8")
-    assert compose(qwen, fp8["query"])["selection"]["hardware"] == "h100"
+    assert compose_page(qwen, fp8["query"])["selection"]["hardware"] == "h100"
     k3 = ctx_for("moonshotai/Kimi-K3", catalog)
-    plan = compose(k3, "hardware=b200&strategy=multi_node_tep&nodes=4")
+    plan = compose_page(k3, "hardware=b200&strategy=multi_node_tep&nodes=4")
     h200 = next(o for o in plan["options"]["hardware"] if o["id"] == "h200")
-    after = compose(k3, h200["query"])["selection"]
+    after = compose_page(k3, h200["query"])["selection"]
     assert (after["hardware"], after["strategy"]) == ("h200", "multi_node_tep")
-    pd = compose(k3, "hardware=b300&strategy=pd_cluster&prefill_nodes=8")
+    pd = compose_page(k3, "hardware=b300&strategy=pd_cluster&prefill_nodes=8")
     dep = next(o for o in pd["options"]["prefill_mode"] if o["id"] == "dep")
-    assert compose(k3, dep["query"])["selection"]["prefill_nodes"] == 8
+    assert compose_page(k3, dep["query"])["selection"]["prefill_nodes"] == 8
     assert pd["options"]["nodes"] == []  # P/D sizes its pools instead
 
 
 def test_verified_strategies_are_marked_and_named(catalog):
-    plan = compose(ctx_for("moonshotai/Kimi-K3", catalog), "hardware=h200")
+    plan = compose_page(ctx_for("moonshotai/Kimi-K3", catalog), "hardware=h200")
     marked = [o["id"] for o in plan["options"]["strategy"] if o.get("verified")]
     assert marked == ["multi_node_tep"]
     assert "Multi-node TEP" in plan["verification"]

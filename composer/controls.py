@@ -5,11 +5,11 @@ the query it produces. The page renders these; it decides nothing itself.
 
 from __future__ import annotations
 
-from composer import deploy as run
+from composer import run_forms as run
 from composer.canonical import raise_reason, resolved_selection, resolved_with_notices
 from composer.context import MAX_NODES, RecipeContext
 from composer.help import GROUPS
-from composer.request import SCHEMA_VERSION, Request, parse_query
+from composer.query import SCHEMA_VERSION, Request, parse_query
 from composer.resolve import POOLS, Selection, feature_label, pd_modes, util_in_force
 
 
