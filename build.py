@@ -7,8 +7,11 @@
    from ``site_src/``; write the browser data (recipe and catalogue JSON), the
    JSON API (``api/index.json``, ``api/<org>/<repo>.json``) and the recipe JSON
    Schema (``schema/recipe.schema.json``).
-4. Ship the pinned Pyodide runtime (npm ``pyodide``, see package-lock.json), the
-   pinned wasm wheels (requirements-wasm.txt) and the composer package.
+4. Ship the pinned Pyodide runtime (npm ``pyodide``, see package-lock.json), a
+   zip of the site's pure Python (the composer without its file and pydantic
+   edges, Jinja2, MarkupSafe, the templates) and a Pyodide memory snapshot of
+   that Python already imported (``site_src/snapshot.mjs``, run with Node),
+   all under content-hashed names in ``runtime/``.
 
 The site is assembled in a temporary directory next to ``--out`` and moved into
 place only when complete, so a failed build never leaves a half-written site.
@@ -20,6 +23,8 @@ import argparse
 import functools
 import hashlib
 import http.server
+import importlib.util
+import io
 import json
 import multiprocessing
 import os
@@ -30,23 +35,27 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2 import FileSystemLoader
 from pydantic import ValidationError
 
 from composer.api import compose, compose_page, make_context
 from composer.argv import ArgvError
+from composer.render import environment
 from composer.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths
 from composer.schema import Catalog, Recipe
 from composer.validate import check_recipe_args, check_recipe_references, dump, recipe_json_schema as schema_of_recipes, validate_catalog, validate_recipe
 
 ROOT = Path(__file__).resolve().parent
 PYODIDE_DIR = ROOT / "node_modules" / "pyodide"
-PYODIDE_FILES = ("pyodide.js", "pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
-WHEEL_CACHE = ROOT / ".cache" / "wheels"
-WASM_REQUIREMENTS = ROOT / "requirements-wasm.txt"
-# Everything of the composer ships to the browser except the modules that read
-# files or parse the command line (they need PyYAML or a terminal).
+PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+SNAPSHOT_CACHE = ROOT / ".cache" / "snapshots"
+# The browser gets the composer's pure logic and the renderer; not the modules
+# that read files, validate with pydantic or parse the command line.
 NOT_IN_BROWSER = {"cli.py", "loader.py", "validate.py", "__main__.py"}
+# Pure-Python packages the browser's renderer needs (pinned in pyproject.toml);
+# MarkupSafe's optional C speedups are left out (a snapshot cannot hold them).
+BROWSER_PACKAGES = ("jinja2", "markupsafe")
+BROWSER_TEMPLATES = ("_macros.html",)
 
 
 class BuildError(Exception):
@@ -117,41 +126,82 @@ def check_references(rid: str, recipe: Recipe, catalog: Catalog, recipes_dir: Pa
     return errs
 
 
-def fetch_wheels() -> list[Path]:
-    """The pinned wasm wheels, downloaded once into .cache/wheels (hash-checked)."""
-    WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
-    names = [line.split("==")[0].strip() for line in WASM_REQUIREMENTS.read_text().splitlines()
-             if line.strip() and not line.startswith("#")]
-
-    def have() -> list[Path]:
-        found = []
-        for name in names:
-            norm = name.replace("-", "_")
-            hits = [p for p in WHEEL_CACHE.glob("*.whl") if p.name.lower().startswith(norm.lower() + "-")]
-            if hits:
-                found.append(hits[0])
-        return found
-
-    if len(have()) < len(names):
-        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--require-hashes",
-               "--only-binary=:all:", "--platform", "pyemscripten_2026_0_wasm32", "--python-version", "3.14",
-               "--implementation", "cp", "--abi", "cp314", "-d", str(WHEEL_CACHE), "-r", str(WASM_REQUIREMENTS)]
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        if res.returncode != 0:
-            raise BuildError("could not download the browser wheels listed in requirements-wasm.txt:\n" + res.stderr[-2000:])
-    wheels = have()
-    if len(wheels) < len(names):
-        raise BuildError(f"wheels missing from {WHEEL_CACHE}; expected {names}")
-    return wheels
+def _package_files(name: str) -> list[tuple[Path, str]]:
+    """``(file, name in the zip)`` for the ``.py`` files of an installed package."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise BuildError(f"the package {name} is not installed (pip install -e '.[build]')")
+    base = Path(next(iter(spec.submodule_search_locations)))
+    return [(p, f"{name}/{p.relative_to(base).as_posix()}") for p in sorted(base.rglob("*.py"))]
 
 
-def composer_zip(dest: Path) -> str:
-    """Zip the browser part of the composer package; returns its sha256 (cache key)."""
-    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted((ROOT / "composer").glob("*.py")):
-            if path.name not in NOT_IN_BROWSER:
-                zf.write(path, f"composer/{path.name}")
-    return hashlib.sha256(dest.read_bytes()).hexdigest()[:16]
+def site_python_zip() -> bytes:
+    """The site's Python as a zip (deterministic bytes: fixed timestamps): the
+    browser part of ``composer``, Jinja2 and MarkupSafe (``.py`` files only) and
+    the templates the worker renders (under ``site_templates/``)."""
+    files = [(p, f"composer/{p.name}") for p in sorted((ROOT / "composer").glob("*.py")) if p.name not in NOT_IN_BROWSER]
+    for pkg in BROWSER_PACKAGES:
+        files += _package_files(pkg)
+    files += [(ROOT / "site_src" / t, f"site_templates/{t}") for t in BROWSER_TEMPLATES]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path, name in files:
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, path.read_bytes())
+    return buf.getvalue()
+
+
+def pyodide_version() -> str:
+    """The pinned Pyodide version (node_modules/pyodide/package.json)."""
+    return json.loads((PYODIDE_DIR / "package.json").read_text())["version"]
+
+
+def make_snapshot(python_zip: bytes) -> bytes:
+    """A Pyodide memory snapshot with the site's Python imported and its
+    templates compiled (``site_src/snapshot.mjs``, run with Node). Cached in
+    ``.cache/snapshots`` by the hash of everything that goes into it."""
+    script = ROOT / "site_src" / "snapshot.mjs"
+    key = hashlib.sha256(python_zip + pyodide_version().encode() + script.read_bytes()
+                         + (ROOT / "site_src" / "assets" / "boot-python.mjs").read_bytes()).hexdigest()[:24]
+    cached = SNAPSHOT_CACHE / f"{key}.bin"
+    if cached.exists():
+        return cached.read_bytes()
+    node = shutil.which("node")
+    if node is None:
+        raise BuildError("node is needed to make the Pyodide memory snapshot (install Node.js 20 or newer)")
+    SNAPSHOT_CACHE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        zip_path, out_path = Path(tmp) / "site-python.zip", Path(tmp) / "snapshot.bin"
+        zip_path.write_bytes(python_zip)
+        res = subprocess.run([node, str(script), str(PYODIDE_DIR), str(zip_path), str(out_path)],
+                             capture_output=True, text=True, timeout=300)
+        if res.returncode != 0 or not out_path.exists():
+            raise BuildError("could not make the Pyodide memory snapshot:\n" + (res.stderr or res.stdout)[-2000:])
+        data = out_path.read_bytes()
+    tmp_cached = cached.with_suffix(".tmp")
+    tmp_cached.write_bytes(data)
+    tmp_cached.replace(cached)
+    return data
+
+
+def write_runtime(tmp: Path) -> dict:
+    """Write the browser runtime into ``tmp/runtime`` under content-hashed names
+    (cacheable forever: a changed file gets a new name) and return the URLs
+    and facts the page needs (relative to the site root)."""
+    core = hashlib.sha256(b"".join((PYODIDE_DIR / n).read_bytes() for n in PYODIDE_FILES)).hexdigest()[:12]
+    pyodide_dir = tmp / "runtime" / f"pyodide-{core}"
+    pyodide_dir.mkdir(parents=True)
+    for name in PYODIDE_FILES:
+        shutil.copy2(PYODIDE_DIR / name, pyodide_dir / name)
+    python_zip = site_python_zip()
+    snapshot = make_snapshot(python_zip)
+    names = {"python": f"python-{hashlib.sha256(python_zip).hexdigest()[:12]}.zip",
+             "snapshot": f"snapshot-{hashlib.sha256(snapshot).hexdigest()[:12]}.bin"}
+    (tmp / "runtime" / names["python"]).write_bytes(python_zip)
+    (tmp / "runtime" / names["snapshot"]).write_bytes(snapshot)
+    return {"index": f"runtime/pyodide-{core}/", "python": f"runtime/{names['python']}",
+            "snapshot": f"runtime/{names['snapshot']}", "snapshot_size": len(snapshot), "pyodide_version": pyodide_version()}
 
 
 def api_plan(plan: dict) -> dict:
@@ -250,31 +300,24 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     paths = recipe_paths(recipes_dir)
     if not paths:
         raise RecipeLoadError([RecipeError("models/", "", "no recipes found (expected models/<org>/<repo>.yaml)")])
-    if not (PYODIDE_DIR / "pyodide.js").exists():
+    if not (PYODIDE_DIR / "pyodide.mjs").exists():
         raise BuildError(f"Pyodide is not installed at {PYODIDE_DIR}: run `npm ci` in {ROOT}")
-    wheels = fetch_wheels()
-    env = Environment(loader=FileSystemLoader(ROOT / "site_src"), autoescape=select_autoescape(["html"]),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = environment(FileSystemLoader(ROOT / "site_src"))
     out = out.resolve()
     check_output_dir(out, recipes_dir.resolve())
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=out.parent))
     try:
-        for sub in ("assets", "pyodide", "wheels", "data", "api", "schema"):
+        for sub in ("assets", "data", "api", "schema"):
             (tmp / sub).mkdir()
         for asset in (ROOT / "site_src" / "assets").iterdir():
             shutil.copy2(asset, tmp / "assets" / asset.name)
-        for name in PYODIDE_FILES:
-            shutil.copy2(PYODIDE_DIR / name, tmp / "pyodide" / name)
-        for w in wheels:
-            shutil.copy2(w, tmp / "wheels" / w.name)
-        composer_hash = composer_zip(tmp / "wheels" / "composer.zip")
+        runtime = write_runtime(tmp)
         catalog_text = json.dumps(dump(catalog), separators=(",", ":"))
         (tmp / "data" / "catalog.json").write_text(catalog_text)
         (tmp / "schema" / "recipe.schema.json").write_text(json.dumps(recipe_schema(), indent=1))
         (tmp / SITE_MARKER).write_text("Built by build.py; this directory is replaced by the next build.\n")
-        runtime = {"wheels": [f"wheels/{w.name}" for w in wheels], "composer": f"wheels/composer.zip?h={composer_hash}",
-                   "catalog": f"data/catalog.json?h={_short_hash(catalog_text)}"}
+        runtime["catalog"] = f"data/catalog.json?h={_short_hash(catalog_text)}"
         _JOB.update(recipes_dir=recipes_dir, paths=paths, catalog=catalog, tmp=tmp, runtime=runtime, env=env)
         jobs = jobs or os.cpu_count() or 1
         if jobs > 1 and len(paths) >= 8:
@@ -319,7 +362,7 @@ def check_output_dir(out: Path, recipes_dir: Path) -> None:
         raise BuildError(f"--out {out} overlaps the recipes directory {recipes_dir}; choose another output directory")
     if out == ROOT or out in ROOT.parents:
         raise BuildError(f"--out {out} would replace the project itself; choose e.g. {ROOT / 'dist'}")
-    ours = (out / SITE_MARKER).exists() or ((out / "pyodide" / "pyodide.mjs").exists() and (out / "index.html").exists())
+    ours = (out / SITE_MARKER).exists()  # only a folder our build marked is ever replaced
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not ours)):
         raise BuildError(f"--out {out} exists and is not a site built by build.py (no {SITE_MARKER}); "
                          "remove it or choose another output directory")

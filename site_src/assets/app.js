@@ -1,137 +1,29 @@
-// The configurator page: the composer (Python, in Pyodide) decides everything;
-// this script only loads it, sends it the query of the clicked option and
-// renders the plan it returns. Markup mirrors site_src/_macros.html.
+// The configurator page. The composer and the renderer (Python, in a Web
+// Worker) decide and draw everything; this script sends the query of each
+// choice, swaps in the HTML fragments the worker renders with the page's own
+// Jinja macros (it holds no markup of its own), and handles events, history,
+// clipboard and downloads.
+//
+// A link with parameters opens on the pre-rendered recipe default, which is
+// shown only as a marked preview (Copy, Download and Share wait) until the
+// link's own plan is composed; a click meanwhile is applied on top of the
+// link's state, never on the default's.
 "use strict";
 
 (function () {
   const app = document.getElementById("app");
   const statusEl = document.getElementById("runtime-status");
+  const output = document.getElementById("output");
+  const banner = document.getElementById("preview-banner");
+  const FRAGMENTS = ["controls", "summary", "notices", "capacity", "commands", "extras"];
   let plan = JSON.parse(document.getElementById("initial-plan").textContent);
-  let composeFn = null;   // set when the composer is ready
-  let pending = null;     // query chosen before the composer was ready
-
-  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+  let viewFn = null;      // set when the composer is ready
+  let pending = null;     // {query, push}: what to compose once it is ready
+  let preview = false;    // the page shows the default, not the URL's plan
 
   function setStatus(state, text) {
     statusEl.dataset.state = state;
     statusEl.textContent = text;
-  }
-
-  // ----- rendering (same structure as _macros.html) -----------------------
-  function optionHtml(dim, o, kind) {
-    const cls = "opt" + (o.selected ? " sel" : "") + (o.disabled ? " dis" : "") + (o.changed ? " changed" : "");
-    const tip = o.reason || (o.description + " " + o.effects + (o.default && !o.selected ? " Recipe default." : "")).trim();
-    let meta = "";
-    if (dim === "hardware") meta = `<span class="opt-meta">${esc(o.gpus)}× · ${esc(o.gb_per_node)} GB</span>`;
-    if (o.verified) meta += `<span class="verified" title="Verified by the recipe">✓</span>`;
-    return `<label class="${cls}"${tip ? ` title="${esc(tip)}"` : ""}>` +
-      `<input type="${kind}" name="${esc(dim)}" value="${esc(o.id)}" data-query="${esc(o.query)}"` +
-      `${o.selected ? " checked" : ""}${o.disabled ? " disabled" : ""}>` +
-      `<span class="opt-label">${esc(o.label)}</span>${meta}</label>`;
-  }
-
-  function groupHtml(dim, options, groups, kind) {
-    let inner = "";
-    if (dim === "hardware") {
-      const brands = [...new Set(options.map((o) => o.group))];
-      inner = brands.map((b) => `<div class="brand" data-brand="${esc(b)}"><span class="brand-name">${esc(b)}</span>` +
-        options.filter((o) => o.group === b).map((o) => optionHtml(dim, o, kind)).join("") + "</div>").join("");
-    } else {
-      inner = options.map((o) => optionHtml(dim, o, kind)).join("");
-    }
-    const changed = options.some((o) => o.changed);
-    const off = options.filter((o) => o.disabled);
-    const why = off.length ? `<details class="why"><summary>Why ${off.length} unavailable</summary><ul>` +
-      off.map((o) => `<li><strong>${esc(o.label)}</strong>: ${esc(o.reason)}</li>`).join("") + "</ul></details>" : "";
-    return `<fieldset class="group${changed ? " changed" : ""}" data-dim="${esc(dim)}" data-kind="${kind}">` +
-      `<legend>${esc(groups[dim].legend)}${changed ? ` <span class="changed-mark" title="Changed from the recipe default">changed</span>` : ""}</legend>` +
-      `<p class="help">${esc(groups[dim].help)}</p><div class="options">${inner}</div><p class="hint" aria-live="polite"></p>${why}</fieldset>`;
-  }
-
-  function renderControls(p) {
-    const o = p.options, g = p.groups;
-    const parts = [groupHtml("hardware", o.hardware, g, "radio")];
-    if (o.variant.length > 1) parts.push(groupHtml("variant", o.variant, g, "radio"));
-    if (o.nodes.length) parts.push(groupHtml("nodes", o.nodes, g, "radio"));
-    parts.push(groupHtml("strategy", o.strategy, g, "radio"));
-    for (const pool of ["prefill", "decode"]) {
-      if (o[pool + "_mode"]) {
-        parts.push(groupHtml(pool + "_mode", o[pool + "_mode"], g, "radio"));
-        parts.push(groupHtml(pool + "_nodes", o[pool + "_nodes"], g, "radio"));
-      }
-    }
-    parts.push(groupHtml("features", o.features, g, "checkbox"));
-    parts.push(groupHtml("advanced", o.advanced, g, "checkbox"));
-    if (o.task) parts.push(groupHtml("task", o.task, g, "radio"));
-    parts.push(groupHtml("kv_offload", o.kv_offload, g, "radio"));
-    parts.push(groupHtml("install", o.install, g, "radio"));
-    const form = document.getElementById("controls");
-    const focused = document.activeElement && form.contains(document.activeElement) ? document.activeElement : null;
-    const focusKey = focused ? [focused.name, focused.value] : null;
-    const open = [...form.querySelectorAll("fieldset[data-dim] details.why[open]")].map((d) => d.closest("fieldset").dataset.dim);
-    form.innerHTML = parts.join("");
-    for (const dim of open) {
-      const d = form.querySelector(`fieldset[data-dim="${CSS.escape(dim)}"] details.why`);
-      if (d) d.open = true;
-    }
-    if (focusKey) {
-      const again = form.querySelector(`input[name="${CSS.escape(focusKey[0])}"][value="${CSS.escape(focusKey[1])}"]`);
-      if (again) again.focus();
-    }
-  }
-
-  function explainHtml(c) {
-    if (!c.provenance.length && !c.env_provenance.length) return "";
-    const rep = (list) => list.map((r) => `<code>${esc(r.value)}</code> (${esc(r.layer)}: <code>${esc(r.key)}</code>)`).join("; ");
-    const rows = c.provenance.map((f) => `<tr data-flag="${esc(f.flag)}"><td><code>${esc(f.flag)}</code>` +
-      (f.help ? `<br><span class="flag-help">${esc(f.help)}</span>` : "") + `</td>` +
-      `<td><code>${f.value === null ? "" : esc(f.value)}</code></td><td>${esc(f.layer)}: <code>${esc(f.key)}</code></td><td>${rep(f.replaced)}</td></tr>`).join("") +
-      c.env_provenance.map((e) => `<tr data-env="${esc(e.name)}"><td><code>${esc(e.name)}</code></td><td><code>${esc(e.value)}</code></td>` +
-      `<td>${esc(e.layer)}: <code>${esc(e.key)}</code></td><td>${rep(e.replaced)}</td></tr>`).join("");
-    return `<details class="explain"><summary>Explain: where each value comes from</summary><div class="table-wrap"><table><thead><tr>` +
-      `<th scope="col">Flag or variable</th><th scope="col">Value</th><th scope="col">Set by</th><th scope="col">Replaced</th></tr></thead>` +
-      `<tbody>${rows}</tbody></table></div></details>`;
-  }
-
-  function renderOutput(p) {
-    const badge = `<span class="badge${p.verified ? " ok" : ""}">${esc(p.verification)}</span>`;
-    document.getElementById("summary").innerHTML = `<span class="summary-text">${esc(p.summary)}</span>${badge}`;
-    document.getElementById("notices").innerHTML = p.notices.map((n) =>
-      `<li class="notice ${esc(n.level)}" data-code="${esc(n.code)}">${esc(n.message)}</li>`).join("");
-    document.getElementById("capacity").innerHTML = p.capacity.map((c) =>
-      `<li class="${c.fits ? "fits" : "nofit"}">${esc(c.message)}</li>`).join("");
-    const cmds = p.commands.length ? p.commands : p.blocked_commands;
-    const blocked = p.commands.length ? "" : " blocked";
-    const fileName = (label) => label.toLowerCase().replace(/ /g, "-").replace(/\//g, "-of-").replace(/[()]/g, "") + ".sh";
-    const tabs = cmds.map((c, i) => `<button type="button" role="tab" id="tab-${i}" aria-controls="panel-${i}" ` +
-      `aria-selected="${i === 0}" tabindex="${i === 0 ? 0 : -1}">${esc(c.label)}</button>`).join("") +
-      p.companions.map((c, i) => `<button type="button" role="tab" id="tab-c${i}" aria-controls="panel-c${i}" ` +
-      `aria-selected="false" tabindex="-1">${esc(c.label)}</button>`).join("");
-    const panels = cmds.map((c, i) => `<div class="panel" role="tabpanel" id="panel-${i}" aria-labelledby="tab-${i}" ` +
-      `data-role="${esc(c.role)}" data-rank="${esc(c.node_rank)}" data-index="${i}"${i === 0 ? "" : " hidden"}>` +
-      `<div class="actions"><button type="button" class="copy">Copy</button>` +
-      (c.script ? `<button type="button" class="download" data-name="${esc(fileName(c.label))}">Download script</button>` : "") + `</div>` +
-      `<pre tabindex="0" class="cmd${blocked}" data-argv="${esc(JSON.stringify(c.argv))}"><code>${esc(c.text)}</code></pre>${explainHtml(c)}</div>`).join("") +
-      p.companions.map((c, i) => `<div class="panel" role="tabpanel" id="panel-c${i}" aria-labelledby="tab-c${i}" data-role="companion" hidden>` +
-      `<p class="note">${esc(c.description)}</p><div class="actions"><button type="button" class="copy">Copy</button></div>` +
-      `<pre tabindex="0" class="companion"><code>${esc(c.command)}</code></pre></div>`).join("");
-    document.getElementById("commands").innerHTML =
-      `<div class="tabs" role="tablist" aria-label="Commands per node and role">${tabs}</div>${panels}`;
-    const snippet = (text) => `<div class="snippet"><div class="actions"><button type="button" class="copy">Copy</button></div><pre tabindex="0"><code>${esc(text)}</code></pre></div>`;
-    const inst = p.install;
-    let extras = "<h2>Install</h2>";
-    if (p.selection.install === "docker" && inst.docker) extras += snippet(inst.docker);
-    else if (inst.pip) extras += snippet(inst.pip);
-    extras += inst.extras.map(snippet).join("") + inst.notes.map((n) => `<p class="note">${esc(n)}</p>`).join("");
-    extras += "<h2>Check the endpoint</h2>" + [p.client.curl, p.client.bench].filter(Boolean).map(snippet).join("");
-    document.getElementById("extras").innerHTML = extras;
-  }
-
-  function render(p) {
-    plan = p;
-    renderControls(p);
-    renderOutput(p);
-    app.dataset.query = p.query;
   }
 
   // ----- view parameters (embed, theme): kept in the URL, not part of the plan
@@ -152,13 +44,95 @@
     const q = new URLSearchParams(search);
     q.delete("embed");
     q.delete("theme");
-    return q.toString();
+    return q.toString().replace(/%2C/g, ",");
   }
   if (view.embed) {
     document.documentElement.classList.add("embed");
     const report = () => parent.postMessage({type: "vllm-configurator:height", height: document.documentElement.scrollHeight}, "*");
     new ResizeObserver(report).observe(document.body);
     report();
+  }
+
+  // ----- preview while a link's plan is prepared ----------------------------
+  const actions = () => output.querySelectorAll("button.copy, button.download, #share");
+  function setPreview(on) {
+    preview = on;
+    output.classList.toggle("preview", on);
+    banner.hidden = !on;
+    for (const b of actions()) {
+      b.disabled = on;
+      if (on) b.title = "Preparing your configuration…";
+      else b.removeAttribute("title");
+    }
+  }
+
+  // The link's state, shown in the pre-rendered controls where they have the
+  // choice (a P/D pool size, say, has no control until its plan is composed).
+  function showQueryInControls(query) {
+    const q = new URLSearchParams(query);
+    for (const fs of document.querySelectorAll("#controls fieldset[data-dim]")) {
+      const dim = fs.dataset.dim;
+      if (!q.has(dim)) continue;
+      const inputs = [...fs.querySelectorAll("input")];
+      if (fs.dataset.kind === "checkbox") {
+        const on = new Set(q.get(dim).split(",").filter(Boolean));
+        for (const i of inputs) i.checked = on.has(i.value);
+      } else {
+        const hit = inputs.find((i) => i.value === q.get(dim));
+        if (hit) hit.checked = true;
+      }
+    }
+  }
+
+  // A click before the composer is ready: the same choice, on the state the
+  // page is heading for (the link's, or an earlier queued click's).
+  function queuedQuery(input) {
+    const q = new URLSearchParams(pending ? pending.query : planQuery(location.search));
+    const fs = input.closest("fieldset[data-dim]");
+    const dim = fs.dataset.dim;
+    if (fs.dataset.kind === "checkbox") {
+      q.set(dim, [...fs.querySelectorAll("input:checked")].map((i) => i.value).join(","));
+    } else {
+      q.set(dim, input.value);
+      // A new deployment shape: the composer picks nodes and pools afresh.
+      if (["hardware", "variant", "strategy"].includes(dim)) {
+        for (const k of ["nodes", "prefill_nodes", "decode_nodes"]) q.delete(k);
+      }
+    }
+    return q.toString().replace(/%2C/g, ",");
+  }
+
+  // ----- rendering: swap the worker's fragments in --------------------------
+  function swap(fragments) {
+    const form = document.getElementById("controls");
+    const focused = document.activeElement;
+    let refocus = null;
+    if (focused && form.contains(focused) && focused.name) {
+      refocus = `input[name="${CSS.escape(focused.name)}"][value="${CSS.escape(focused.value)}"]`;
+    } else if (focused && focused.id && output.contains(focused)) {
+      refocus = "#" + CSS.escape(focused.id);
+    }
+    const open = [...document.querySelectorAll("details[open]")].map(detailsKey).filter(Boolean);
+    const tab = document.querySelector('#commands [role="tab"][aria-selected="true"]');
+    const tabId = tab ? tab.id : null;
+    for (const name of FRAGMENTS) document.getElementById(name).innerHTML = fragments[name];
+    for (const key of open) {
+      const d = document.querySelector(key);
+      if (d) d.open = true;
+    }
+    const again = tabId && document.getElementById(tabId);
+    if (again) selectTab(again);
+    if (refocus) {
+      const el = document.querySelector(refocus);
+      if (el) el.focus();
+    }
+  }
+  function detailsKey(d) {
+    const fs = d.closest("fieldset[data-dim]");
+    if (fs) return `fieldset[data-dim="${CSS.escape(fs.dataset.dim)}"] details.why`;
+    const panel = d.closest(".panel");
+    if (panel && panel.id) return `#${CSS.escape(panel.id)} details.explain`;
+    return null;
   }
 
   // Share and Reset
@@ -175,42 +149,49 @@
   document.getElementById("reset").addEventListener("click", () => apply("", true));
 
   // ----- state ------------------------------------------------------------
-  // Every choice is a query sent to the composer worker; only the reply to the
-  // latest request is rendered, so quick clicks never show a stale plan.
+  // Every choice is a query sent to the worker; only the reply to the latest
+  // request is rendered, so quick clicks never show a stale plan.
   let worker = null;
   let seq = 0;
   const pushes = new Map();
 
   function apply(query, push) {
-    if (!composeFn) {
-      pending = {query, push};
-      if (statusEl.dataset.state !== "failed") {
-        setStatus("queued", "Your choice will be applied as soon as the composer has loaded…");
-      } else {
-        renderControls(plan);  // the runtime is gone: keep controls true to the command shown
+    if (!viewFn) {
+      pending = {query, push: push || (pending && pending.push) || false};
+      if (statusEl.dataset.state === "failed") {
+        swapBack();
+        return;
       }
+      if (query !== "" || planQuery(location.search) !== "") setPreview(true);
+      setStatus("queued", "Your choice will be applied as soon as the composer has loaded…");
       return;
     }
     const id = ++seq;
     pushes.set(id, push);
-    composeFn(id, query);
+    app.dataset.busy = "true";
+    viewFn(id, query);
   }
 
   function received(id, next) {
     const push = pushes.get(id);
     pushes.delete(id);
     if (id !== seq) return;  // a newer request is on its way
-    render(next);
-    const url = location.pathname + withView(next.url) + location.hash;
-    if (push) history.pushState({q: next.query}, "", url);
-    else history.replaceState({q: next.query}, "", url);
+    plan = next.plan;
+    swap(next.fragments);
+    setPreview(false);
+    app.dataset.query = plan.query;
+    const url = location.pathname + withView(plan.url) + location.hash;
+    if (push) history.pushState({q: plan.query}, "", url);
+    else history.replaceState({q: plan.query}, "", url);
     app.dataset.busy = "false";
     app.dataset.ready = "true";
   }
 
+  document.getElementById("controls").addEventListener("submit", (ev) => ev.preventDefault());
   document.getElementById("controls").addEventListener("change", (ev) => {
     const input = ev.target;
-    if (input && input.dataset.query !== undefined) apply(input.dataset.query, true);
+    if (!input || input.dataset.query === undefined) return;
+    apply(viewFn ? input.dataset.query : queuedQuery(input), true);
   });
   // The explanation of the option under the pointer or keyboard focus, shown
   // under its group (tooltips alone are invisible on touch screens).
@@ -225,9 +206,10 @@
   window.addEventListener("popstate", () => apply(planQuery(location.search), false));
 
   // Tabs: click and arrow keys (WAI-ARIA tabs pattern); copy and download buttons.
-  document.getElementById("output").addEventListener("click", async (ev) => {
+  output.addEventListener("click", async (ev) => {
     const tab = ev.target.closest('[role="tab"]');
     if (tab) return selectTab(tab);
+    if (preview) return;  // nothing is copied from a preview
     const copy = ev.target.closest("button.copy");
     if (copy) {
       const text = copy.closest(".panel, .snippet").querySelector("pre code").textContent;
@@ -277,65 +259,92 @@
   }
 
   // ----- the composer in a Web Worker (Pyodide) ---------------------------
-  function boot() {
-    if (planQuery(location.search)) {
-      document.getElementById("output").classList.add("stale");
-      setStatus("loading", "Loading the composer to show the command for this link…");
-    }
-    const abs = (u) => new URL(u, location.href).href;
-    const prefix = app.dataset.prefix;
-    worker = new Worker(abs(prefix + "assets/composer-worker.js"), {type: "module"});
+  const abs = (u) => new URL(u, location.href).href;
+
+  function startWorker(mode, why) {
+    if (worker) worker.terminate();
+    worker = new Worker(abs(app.dataset.prefix + "assets/composer-worker.js"), {type: "module"});
     worker.onmessage = (ev) => {
       const msg = ev.data;
       if (msg.type === "progress") setStatus("loading", msg.text);
-      else if (msg.type === "ready") {
-        composeFn = (id, query) => { app.dataset.busy = "true"; worker.postMessage({type: "compose", id, query}); };
-        app.dataset.loadMs = String(msg.ms);
-        app.dataset.timings = JSON.stringify(msg.timings || {});
-        const first = pending || {query: planQuery(location.search), push: false};
-        pending = null;
-        document.getElementById("output").classList.remove("stale");
-        setStatus("ready", "");
-        apply(first.query, first.push);  // data-ready is set once its plan is shown
-      } else if (msg.type === "plan") {
+      else if (msg.type === "ready") ready(msg, why);
+      else if (msg.type === "view") {
         app.dataset.composeMs = String(msg.ms);
-        received(msg.id, JSON.parse(msg.plan));
-      }
-      else if (msg.type === "error") {
+        received(msg.id, JSON.parse(msg.view));
+      } else if (msg.type === "error") {
         // Keep the page true to the command it shows: undo the click, say why.
         pushes.delete(msg.id);
         app.dataset.busy = "false";
-        renderControls(plan);
         const last = String(msg.error).trim().split("\n").pop();
         setStatus("error", "The composer could not compose this choice (" + last + "). The command shown is unchanged.");
+        document.getElementById("controls").reset();  // back to the checked state of the plan shown
+      } else if (msg.type === "failed") {
+        if (msg.stage === "snapshot" && mode === "snapshot") {
+          // The fast start failed (fetch, version or restore): boot cold.
+          console.warn("snapshot:", msg.error);
+          setStatus("loading", `The fast start could not be used (${msg.error}); loading the full Python runtime, a few seconds…`);
+          startWorker("cold", msg.error);
+        } else {
+          failed(msg.error);
+        }
       }
-      else if (msg.type === "failed") failed(msg.error);
     };
-    worker.onerror = (ev) => failed(ev.message || "the worker could not start");
-    // A runtime file that never arrives (or a wasm module that fails to
-    // compile) can leave Pyodide waiting forever: give up after a while.
-    setTimeout(() => { if (!composeFn) failed("it did not finish loading within 90 s"); }, 90_000);
+    worker.onerror = (ev) => {
+      if (mode === "snapshot") startWorker("cold", ev.message || "the worker could not start");
+      else failed(ev.message || "the worker could not start");
+    };
     worker.postMessage({
-      type: "init", indexURL: abs(prefix + "pyodide/"),
-      wheels: app.dataset.wheels.split(",").map((w) => abs(prefix + w)),
-      composerURL: abs(prefix + app.dataset.composer), recipeURL: abs(app.dataset.bundle),
-      catalogURL: abs(app.dataset.catalog),
+      type: "init", mode, indexURL: abs(app.dataset.runtime), snapshotURL: abs(app.dataset.snapshot),
+      snapshotSize: Number(app.dataset.snapshotSize), pyodideVersion: app.dataset.pyodideVersion,
+      pythonURL: abs(app.dataset.python), recipeURL: abs(app.dataset.bundle), catalogURL: abs(app.dataset.catalog),
     });
   }
 
+  function ready(msg, why) {
+    viewFn = (id, query) => worker.postMessage({type: "view", id, query});
+    app.dataset.loadMs = String(msg.ms);
+    app.dataset.bootMode = msg.mode;
+    app.dataset.timings = JSON.stringify(msg.timings || {});
+    setStatus("ready", msg.mode === "cold" ? `Running without the fast start (${why}).` : "");
+    const next = pending || {query: planQuery(location.search), push: false};
+    pending = null;
+    if (next.query === "" && !next.push && planQuery(location.search) === "") {
+      app.dataset.ready = "true";  // the pre-rendered default is this URL's plan
+      return;
+    }
+    apply(next.query, next.push);  // data-ready is set once its plan is shown
+  }
+
   function failed(reason) {
-    if (composeFn || statusEl.dataset.state === "failed") return;
+    if (viewFn || statusEl.dataset.state === "failed") return;
     console.error(reason);
     setStatus("failed", "The interactive composer could not load (" + reason + "). " +
       "The command shown is the recipe default; the command line gives every other choice: python -m composer " +
       app.dataset.recipe + " --query '…'.");
-    document.getElementById("output").classList.remove("stale");
-    renderControls(plan);
+    swapBack();
     pending = null;
   }
 
+  // Without a composer the page can only show the default: say so, and keep
+  // the controls true to it.
+  function swapBack() {
+    document.getElementById("controls").reset();
+    setPreview(false);
+    output.classList.add("default-only");
+  }
+
+  // A runtime file that never arrives (or a wasm module that fails to
+  // compile) can leave Pyodide waiting forever: give up after a while.
+  setTimeout(() => { if (!viewFn) failed("it did not finish loading within 90 s"); }, 90_000);
+
+  const linkQuery = planQuery(location.search);
+  if (linkQuery) {
+    setPreview(true);
+    showQueryInControls(linkQuery);
+    setStatus("loading", "Preparing the configuration of this link…");
+  }
   try {
-    boot();
+    startWorker("snapshot", null);
   } catch (err) {
     failed(err.message);
   }

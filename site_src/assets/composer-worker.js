@@ -1,61 +1,97 @@
-// Runs the composer (Python, in Pyodide) off the main thread so the page stays
-// responsive while the runtime loads (~2-10 s) and while plans are composed.
-// Protocol: {type:"init", urls…} then {type:"compose", id, query};
-// replies {type:"progress"|"ready"|"failed"} and {type:"plan"|"error", id, …}.
+// Runs the composer and the page's renderer (Python, in Pyodide) off the main
+// thread. Boot: restore the build's memory snapshot (composer, Jinja2 and the
+// compiled templates already imported: ~0.5 s), or, when the page asks for it
+// after a failed restore, boot Python cold and import everything (~5 s).
+// Protocol: {type:"init", mode:"snapshot"|"cold", urls…}, then {type:"view", id, query};
+// replies {type:"progress"|"ready"|"failed"} and {type:"view"|"error", id, …}.
+import {installSitePython} from "./boot-python.mjs";
 
-let composeJson = null;
+let pageJson = null;
 let ready = null;
 
-async function init(msg) {
-  const started = performance.now();
-  // Fetch our own files while the runtime loads.
-  const get = async (url, what, kind) => {
-    const r = await fetch(url);
-    if (!r.ok) throw new Error(`${what}: HTTP ${r.status}`);
-    return kind === "bytes" ? r.arrayBuffer() : r.text();
+async function get(url, what, kind) {
+  const r = await fetch(url);
+  if (!r.ok) throw new Error(`${what}: HTTP ${r.status}`);
+  return kind === "bytes" ? new Uint8Array(await r.arrayBuffer()) : r.text();
+}
+
+// The wasm module starts with 31.5 MB of memory; a larger snapshot must not be
+// copied in before the memory has grown to its size (Pyodide 314 does not do
+// it itself: "offset is out of bounds"). Wrap the module factory so the
+// instance's memory grows first (browser-runtime-notes.md).
+function growingFactory(factory, bytesNeeded) {
+  return (settings) => {
+    const instantiate = settings.instantiateWasm;
+    settings.instantiateWasm = (imports, done) => instantiate(imports, (instance, module) => {
+      const memory = instance.exports.memory;
+      const missing = bytesNeeded - memory.buffer.byteLength;
+      if (missing > 0) memory.grow(Math.ceil(missing / 65536));
+      done(instance, module);
+    });
+    return factory(settings);
   };
-  const ours = Promise.all([
-    get(msg.composerURL, "composer", "bytes"), get(msg.recipeURL, "recipe data"), get(msg.catalogURL, "catalogue")]);
-  ours.catch(() => {});  // reported when awaited below
+}
+
+async function boot(msg) {
+  const t0 = performance.now();
+  const data = Promise.all([get(msg.recipeURL, "recipe data"), get(msg.catalogURL, "catalogue")]);
+  data.catch(() => {});  // reported when awaited below
+  const image = msg.mode === "snapshot" ? get(msg.snapshotURL, "snapshot", "bytes") : get(msg.pythonURL, "composer", "bytes");
+  image.catch(() => {});
   // Pyodide 314 runs in module workers only (classic workers are refused).
   const {loadPyodide} = await import(msg.indexURL + "pyodide.mjs");
-  // Pyodide does not always reject when its wasm module cannot be fetched:
-  // check the big files first so a failure is reported at once.
-  for (const name of ["pyodide.asm.wasm", "python_stdlib.zip"]) {
-    const r = await fetch(msg.indexURL + name, {method: "HEAD"});
-    if (!r.ok) throw new Error(`${name}: HTTP ${r.status}`);
+  let pyodide;
+  if (msg.mode === "snapshot") {
+    let bytes;
+    try {
+      bytes = await image;
+      if (bytes.length !== msg.snapshotSize) throw new Error(`snapshot is ${bytes.length} bytes, expected ${msg.snapshotSize}`);
+    } catch (err) {
+      throw Object.assign(new Error(String(err.message || err)), {stage: "snapshot"});
+    }
+    try {
+      const factory = (await import(msg.indexURL + "pyodide.asm.mjs")).default;
+      pyodide = await loadPyodide({indexURL: msg.indexURL, _loadSnapshot: bytes,
+                                   createPyodideModule: growingFactory(factory, bytes.length)});
+      if (pyodide.version !== msg.pyodideVersion) throw new Error(`runtime ${pyodide.version}, snapshot made with ${msg.pyodideVersion}`);
+      pyodide.runPython("import composer.render\nassert composer.render._BROWSER is not None");
+    } catch (err) {
+      throw Object.assign(new Error(String(err.message || err)), {stage: "snapshot"});
+    }
+  } else {
+    // Pyodide does not always reject when its wasm module cannot be fetched:
+    // check the big files first so a failure is reported at once.
+    for (const name of ["pyodide.asm.wasm", "python_stdlib.zip"]) {
+      const r = await fetch(msg.indexURL + name, {method: "HEAD"});
+      if (!r.ok) throw new Error(`${name}: HTTP ${r.status}`);
+    }
+    pyodide = await loadPyodide({indexURL: msg.indexURL});
+    self.postMessage({type: "progress", text: "Python runtime ready; loading the composer…"});
+    installSitePython(pyodide, await image);
   }
-  const pyodide = await loadPyodide({indexURL: msg.indexURL});
-  const tRuntime = performance.now() - started;
-  self.postMessage({type: "progress", text: "Python runtime ready; loading the composer…"});
-  await pyodide.loadPackage(msg.wheels, {messageCallback: () => {}, errorCallback: (m) => console.warn(m)});
-  const tPackages = performance.now() - started;
-  const [zip, recipeText, catalogText] = await ours;
-  pyodide.unpackArchive(zip, "zip", {extractDir: "/home/pyodide"});
-  // loadPackage resolves even when a wheel failed to load: the imports verify.
-  pyodide.runPython("import sys\nif '/home/pyodide' not in sys.path: sys.path.insert(0, '/home/pyodide')\nimport pydantic, composer.api");
-  const fn = pyodide.globals.get("composer").api.compose_json;
-  composeJson = (query) => fn(recipeText, catalogText, query);
-  const tImport = performance.now() - started;
-  self.postMessage({type: "ready", ms: Math.round(tImport),
-                    timings: {runtime: Math.round(tRuntime), packages: Math.round(tPackages), imported: Math.round(tImport)}});
+  const tRuntime = performance.now() - t0;
+  const [recipeText, catalogText] = await data;
+  const fn = pyodide.globals.get("composer").render.page_json;
+  pageJson = (query) => fn(recipeText, catalogText, query);
+  const ms = Math.round(performance.now() - t0);
+  self.postMessage({type: "ready", mode: msg.mode, ms, timings: {runtime: Math.round(tRuntime), ready: ms}});
 }
 
 self.onmessage = async (ev) => {
   const msg = ev.data;
   if (msg.type === "init") {
-    ready = init(msg).catch((err) => {
-      self.postMessage({type: "failed", error: String((err && err.message) || err)});
+    ready = boot(msg).catch((err) => {
+      self.postMessage({type: "failed", stage: err.stage || "runtime", error: String((err && err.message) || err)});
       throw err;
     });
     return;
   }
-  if (msg.type === "compose") {
+  if (msg.type === "view") {
     try { await ready; } catch (err) { return; }
     try {
       const t = performance.now();
-      const plan = composeJson(msg.query);
-      self.postMessage({type: "plan", id: msg.id, plan, ms: Math.round(performance.now() - t)});
+      const out = pageJson(msg.query);
+      self.postMessage({type: "view", id: msg.id, view: out, ms: Math.round(performance.now() - t)});
     } catch (err) {
       self.postMessage({type: "error", id: msg.id, error: String((err && err.message) || err)});
     }

@@ -1,0 +1,23 @@
+// The one way Python is set up for the page, shared by the build's snapshot
+// maker (site_src/snapshot.mjs, in Node) and the Web Worker's cold boot
+// (assets/composer-worker.js): unpack our pure-Python zip (composer, Jinja2,
+// MarkupSafe, the site's templates), import them and compile the templates.
+// It leaves no JavaScript object held by Python, which a memory snapshot
+// requires ("Unexpected hiwire entry" otherwise).
+
+export const HOME = "/home/pyodide";
+
+export const BOOT_PY = `
+import sys, pathlib
+if "${HOME}" not in sys.path:
+    sys.path.insert(0, "${HOME}")
+import composer.api, composer.render
+_t = pathlib.Path("${HOME}/site_templates")
+composer.render.install_templates({p.name: p.read_text(encoding="utf-8") for p in _t.iterdir()})
+del _t
+`;
+
+export function installSitePython(pyodide, zipBytes) {
+  pyodide.unpackArchive(zipBytes, "zip", {extractDir: HOME});
+  pyodide.runPython(BOOT_PY);
+}
