@@ -80,10 +80,23 @@ def test_default_build_has_pages_runtime_and_prerendered_command(tmp_path):
     build.build(ROOT / "recipes", out)
     html = (out / "moonshotai" / "Kimi-K3" / "index.html").read_text()
     assert "--tensor-parallel-size 8" in html and 'value="b300" data-query' in html
+    runtime = next((out / "runtime").glob("pyodide-*"))
     for name in build.PYODIDE_FILES:
-        assert (out / "pyodide" / name).stat().st_size > 0
-    assert any(p.name.startswith("pydantic_core-") and "pyemscripten_2026_0_wasm32" in p.name for p in (out / "wheels").iterdir())
+        assert (runtime / name).stat().st_size > 0
+    snapshot = next((out / "runtime").glob("snapshot-*.bin"))
+    assert f'data-snapshot-size="{snapshot.stat().st_size}"' in html and snapshot.name in html
+    assert not (out / "wheels").exists()  # no pydantic (native code) in the browser any more
     assert (out / "index.html").exists()
+
+
+def test_runtime_names_change_with_their_content(tmp_path):
+    zip_a = build.site_python_zip()
+    assert zip_a == build.site_python_zip()  # deterministic bytes, so the hashed name is stable
+    out = tmp_path / "site"
+    build.build(ROOT / "recipes", out)
+    names = {p.name for p in (out / "runtime").iterdir()}
+    import hashlib
+    assert f"python-{hashlib.sha256(zip_a).hexdigest()[:12]}.zip" in names
 
 
 @pytest.mark.skipif(not CORPUS.exists(), reason="shared corpus not present")
@@ -98,11 +111,13 @@ def test_browser_zip_is_self_contained(tmp_path):
     import subprocess
     import sys
 
-    zip_path = tmp_path / "composer.zip"
-    build.composer_zip(zip_path)
-    code = ("import sys, composer.api, composer.plan; "
+    zip_path = tmp_path / "site-python.zip"
+    zip_path.write_bytes(build.site_python_zip())
+    # pydantic and PyYAML are installed here but not in the browser: hide them.
+    code = ("import sys; sys.modules.update(pydantic=None, pydantic_core=None, yaml=None); "
+            "import composer.api, composer.plan, composer.render; "
             "assert composer.api.__file__.startswith(sys.argv[1]), composer.api.__file__; "
-            "assert 'yaml' not in sys.modules")
+            "assert sys.modules['pydantic'] is None")
     res = subprocess.run([sys.executable, "-c", code, str(zip_path)], cwd=tmp_path, capture_output=True, text=True,
                          env={"PYTHONPATH": str(zip_path), "PATH": "/usr/bin:/bin"})
     assert res.returncode == 0, res.stderr
@@ -132,6 +147,10 @@ def test_output_directory_that_is_not_ours_is_never_replaced(tmp_path, where):
     if where == "foreign":
         out.mkdir()
         (out / "notes.txt").write_text("keep me")
+        # Looks like a site (issue 11: an index.html and a Pyodide file were enough).
+        (out / "index.html").write_text("<p>my docs</p>")
+        (out / "pyodide").mkdir()
+        (out / "pyodide" / "pyodide.mjs").write_text("")
     with pytest.raises(build.BuildError):
         build.build(recipes, out)
     assert (recipes / "models" / "moonshotai" / "Kimi-K3.yaml").exists()

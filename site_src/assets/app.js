@@ -20,6 +20,7 @@
   let viewFn = null;      // set when the composer is ready
   let pending = null;     // {query, push}: what to compose once it is ready
   let preview = false;    // the page shows the default, not the URL's plan
+  let clickAt = null;     // performance.now() of the last click, for data-click-ms
 
   function setStatus(state, text) {
     statusEl.dataset.state = state;
@@ -57,7 +58,7 @@
   const actions = () => output.querySelectorAll("button.copy, button.download, #share");
   function setPreview(on) {
     preview = on;
-    output.classList.toggle("preview", on);
+    document.documentElement.classList.toggle("link-preview", on);
     banner.hidden = !on;
     for (const b of actions()) {
       b.disabled = on;
@@ -185,12 +186,17 @@
     else history.replaceState({q: plan.query}, "", url);
     app.dataset.busy = "false";
     app.dataset.ready = "true";
+    if (clickAt !== null) {  // click → plan on screen, read by `make bench`
+      app.dataset.clickMs = (performance.now() - clickAt).toFixed(1);
+      clickAt = null;
+    }
   }
 
   document.getElementById("controls").addEventListener("submit", (ev) => ev.preventDefault());
   document.getElementById("controls").addEventListener("change", (ev) => {
     const input = ev.target;
     if (!input || input.dataset.query === undefined) return;
+    clickAt = performance.now();
     apply(viewFn ? input.dataset.query : queuedQuery(input), true);
   });
   // The explanation of the option under the pointer or keyboard focus, shown
@@ -341,6 +347,7 @@
   if (linkQuery) {
     setPreview(true);
     showQueryInControls(linkQuery);
+    app.dataset.linkShown = "true";
     setStatus("loading", "Preparing the configuration of this link…");
   }
   try {

@@ -21,3 +21,21 @@ export function installSitePython(pyodide, zipBytes) {
   pyodide.unpackArchive(zipBytes, "zip", {extractDir: HOME});
   pyodide.runPython(BOOT_PY);
 }
+
+// The wasm module starts with 31.5 MB of memory; a larger snapshot must not be
+// copied in before the memory has grown to its size (Pyodide 314 does not do
+// it itself: "offset is out of bounds"). Wrap the module factory (the default
+// export of pyodide.asm.mjs) so the instance's memory grows first
+// (browser-runtime-notes.md); pass the result as loadPyodide's createPyodideModule.
+export function growingFactory(factory, bytesNeeded) {
+  return (settings) => {
+    const instantiate = settings.instantiateWasm;
+    settings.instantiateWasm = (imports, done) => instantiate(imports, (instance, module) => {
+      const memory = instance.exports.memory;
+      const missing = bytesNeeded - memory.buffer.byteLength;
+      if (missing > 0) memory.grow(Math.ceil(missing / 65536));
+      done(instance, module);
+    });
+    return factory(settings);
+  };
+}

@@ -4,7 +4,7 @@
 // after a failed restore, boot Python cold and import everything (~5 s).
 // Protocol: {type:"init", mode:"snapshot"|"cold", urls…}, then {type:"view", id, query};
 // replies {type:"progress"|"ready"|"failed"} and {type:"view"|"error", id, …}.
-import {installSitePython} from "./boot-python.mjs";
+import {growingFactory, installSitePython} from "./boot-python.mjs";
 
 let pageJson = null;
 let ready = null;
@@ -15,31 +15,23 @@ async function get(url, what, kind) {
   return kind === "bytes" ? new Uint8Array(await r.arrayBuffer()) : r.text();
 }
 
-// The wasm module starts with 31.5 MB of memory; a larger snapshot must not be
-// copied in before the memory has grown to its size (Pyodide 314 does not do
-// it itself: "offset is out of bounds"). Wrap the module factory so the
-// instance's memory grows first (browser-runtime-notes.md).
-function growingFactory(factory, bytesNeeded) {
-  return (settings) => {
-    const instantiate = settings.instantiateWasm;
-    settings.instantiateWasm = (imports, done) => instantiate(imports, (instance, module) => {
-      const memory = instance.exports.memory;
-      const missing = bytesNeeded - memory.buffer.byteLength;
-      if (missing > 0) memory.grow(Math.ceil(missing / 65536));
-      done(instance, module);
-    });
-    return factory(settings);
-  };
-}
-
 async function boot(msg) {
   const t0 = performance.now();
   const data = Promise.all([get(msg.recipeURL, "recipe data"), get(msg.catalogURL, "catalogue")]);
   data.catch(() => {});  // reported when awaited below
   const image = msg.mode === "snapshot" ? get(msg.snapshotURL, "snapshot", "bytes") : get(msg.pythonURL, "composer", "bytes");
   image.catch(() => {});
+  // Pyodide does not always reject when its wasm module or stdlib cannot be
+  // fetched: check them first (alongside the other fetches) so a failure is
+  // reported at once.
+  const present = Promise.all(["pyodide.asm.wasm", "python_stdlib.zip"].map(async (name) => {
+    const r = await fetch(msg.indexURL + name, {method: "HEAD"});
+    if (!r.ok) throw new Error(`${name}: HTTP ${r.status}`);
+  }));
+  present.catch(() => {});
   // Pyodide 314 runs in module workers only (classic workers are refused).
   const {loadPyodide} = await import(msg.indexURL + "pyodide.mjs");
+  await present;
   let pyodide;
   if (msg.mode === "snapshot") {
     let bytes;
@@ -59,12 +51,6 @@ async function boot(msg) {
       throw Object.assign(new Error(String(err.message || err)), {stage: "snapshot"});
     }
   } else {
-    // Pyodide does not always reject when its wasm module cannot be fetched:
-    // check the big files first so a failure is reported at once.
-    for (const name of ["pyodide.asm.wasm", "python_stdlib.zip"]) {
-      const r = await fetch(msg.indexURL + name, {method: "HEAD"});
-      if (!r.ok) throw new Error(`${name}: HTTP ${r.status}`);
-    }
     pyodide = await loadPyodide({indexURL: msg.indexURL});
     self.postMessage({type: "progress", text: "Python runtime ready; loading the composer…"});
     installSitePython(pyodide, await image);

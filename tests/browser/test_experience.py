@@ -211,9 +211,12 @@ def test_compose_error_keeps_the_page_true_to_its_command(page, server):
     assert_matches_cli(page)
 
 
-@pytest.mark.parametrize("blocked", ["pyodide.asm.wasm", "python_stdlib.zip", "composer.zip"])
+@pytest.mark.parametrize("blocked", [["pyodide.asm.wasm"], ["python_stdlib.zip"], ["snapshot-", "python-"]])
 def test_runtime_file_missing_fails_fast_and_keeps_the_default(page, server, blocked):
-    page.route(f"**/{blocked}*", lambda route: route.fulfill(status=404, body="gone"))
+    # Without the snapshot the worker boots cold; without the composer's zip too, it gives up.
+    for name in blocked:
+        page.route(f"**/runtime/**/{name}*", lambda route: route.fulfill(status=404, body="gone"))
+        page.route(f"**/runtime/{name}*", lambda route: route.fulfill(status=404, body="gone"))
     page.goto(f"{server}{K3}?hardware=h200")
     page.wait_for_function("document.getElementById('runtime-status').dataset.state === 'failed'", timeout=30_000)
     assert "could not load" in page.inner_text("#runtime-status")

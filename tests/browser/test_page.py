@@ -68,7 +68,7 @@ def assert_matches_cli(page) -> dict:
 
 
 def test_landing_prerendered_then_live(page, server):
-    page.route("**/pyodide/**", lambda route: route.abort())  # first: what the HTML alone shows
+    page.route("**/runtime/**", lambda route: route.abort())  # first: what the HTML alone shows
     page.goto(server + K3)
     state = page_state(page)
     assert state["selected"]["hardware"] == ["b300"]

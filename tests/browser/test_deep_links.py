@@ -1,0 +1,153 @@
+"""Bookmarked links (issue 8): each opens on its own plan, and nothing else is
+ever offered as the answer on the way there.
+
+Every frame the page paints is recorded (``requestAnimationFrame``) from the
+first one: while a link's plan is being prepared the page is a marked preview
+with Copy, Download and Share unavailable; every frame that is not a preview,
+and every frame in which Copy is usable, shows the link's own argv, which
+equals the CLI's for the same query.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import wait_ready
+from tests.browser.test_page import K3, cli_plan, click, page_state, settle
+
+pytestmark = pytest.mark.browser
+
+RECORDER = """
+window.__frames = [];
+(function rec() {
+  const out = document.getElementById('output');
+  if (out) {
+    const argv = [...document.querySelectorAll('#commands pre.cmd')].map(p => p.dataset.argv).join('\\n');
+    const preview = document.documentElement.classList.contains('link-preview');
+    const usable = (b) => !b.disabled && getComputedStyle(b).pointerEvents !== 'none';
+    const copy = [...out.querySelectorAll('button.copy, button.download, #share')].some(usable);
+    const banner = getComputedStyle(document.getElementById('preview-banner')).display !== 'none';
+    const hw = (document.querySelector('#controls input[name=hardware]:checked') || {}).value;
+    const shown = document.getElementById('app').dataset.linkShown === 'true';
+    const f = {preview, copy, banner, argv, hw, shown};
+    const last = window.__frames[window.__frames.length - 1];
+    if (!last || JSON.stringify(last) !== JSON.stringify(f)) window.__frames.push(f);
+  }
+  requestAnimationFrame(rec);
+})();
+"""
+
+LINKS = [
+    (K3, "hardware=gb200&strategy=pd_cluster"),
+    (K3, "hardware=h200&strategy=multi_node_dep&nodes=3"),
+    (K3, "hardware=b200&strategy=multi_node_tp_pp"),
+    (K3, "hardware=mi355x&features=spec_decoding&advanced=max_batched_8k,gpu_mem_095"),
+    (K3, "hardware=mi300x&strategy=multi_node_tep"),
+    (K3, "hardware=h100&kv_offload=simple"),
+    (K3, "hardware=b300&install=docker"),
+    (K3, "hardware=gb300&strategy=pd_cluster&decode_mode=tep&decode_nodes=4"),
+    ("/meta-llama/Llama-3.3-70B-Instruct/", "hardware=h100&variant=fp8"),
+]
+
+
+def cli_argv(path: str, query: str) -> list[list[str]]:
+    import json
+    import subprocess
+    import sys
+
+    from tests.browser.conftest import ROOT
+
+    rid = path.strip("/")
+    out = subprocess.run([sys.executable, "-m", "composer", rid, "--query", query, "--json"], cwd=ROOT,
+                         capture_output=True, text=True)
+    plan = json.loads(out.stdout)
+    return [c["argv"] for c in plan["commands"] or plan["blocked_commands"]], plan
+
+
+@pytest.mark.parametrize("path, query", LINKS, ids=[q for _, q in LINKS])
+def test_cold_deep_link_shows_only_its_own_plan(browser, server, path, query):
+    import json
+
+    context = browser.new_context()  # an empty cache: opened cold
+    page = context.new_page()
+    page.add_init_script(RECORDER)
+    page.goto(f"{server}{path}?{query}")
+    wait_ready(page)
+    settle(page)
+    want, plan = cli_argv(path, query)
+    frames = page.evaluate("window.__frames")
+    context.close()
+    final = [json.loads(a) for a in frames[-1]["argv"].split("\n")]
+    assert final == want
+    assert frames[-1]["preview"] is False and frames[-1]["copy"] is True and not frames[-1]["banner"]
+    assert frames[0]["preview"] and frames[0]["banner"] and not frames[0]["copy"]
+    # Once the page script has run (the first frames may come before it), the
+    # link's hardware is shown as chosen.
+    assert any(f["shown"] for f in frames)
+    for f in frames:
+        if f["shown"]:
+            assert f["hw"] == plan["selection"]["hardware"], f
+    for f in frames:
+        if not f["preview"] or f["copy"]:
+            assert [json.loads(a) for a in f["argv"].split("\n")] == want, f
+
+
+def test_click_while_loading_is_applied_on_the_links_state(page, server):
+    held = []
+    page.route("**/runtime/snapshot-*.bin", lambda route: held.append(route))
+    page.goto(f"{server}{K3}?hardware=gb200&strategy=pd_cluster")
+    page.wait_for_function("() => document.documentElement.classList.contains('link-preview')")
+    page.locator('#controls label.opt:has(input[name="install"][value="docker"])').click()
+    page.wait_for_function("document.getElementById('runtime-status').dataset.state === 'queued'")
+    assert page.locator("#preview-banner").is_visible()
+    while not held:  # the worker has asked for the snapshot: release it
+        page.wait_for_timeout(50)
+    for route in held:
+        route.continue_()
+    page.unroute("**/runtime/snapshot-*.bin")
+    wait_ready(page)
+    settle(page)
+    state = page_state(page)
+    assert "hardware=gb200" in state["query"] and "strategy=pd_cluster" in state["query"]
+    assert "install=docker" in state["query"]
+    plan = cli_plan(state["query"])
+    assert plan["selection"]["install"] == "docker" and plan["selection"]["hardware"] == "gb200"
+    assert state["argvs"] == [c["argv"] for c in plan["commands"]]
+    assert state["texts"][0].startswith("docker run")
+
+
+def test_fallback_cold_boot_when_the_snapshot_cannot_be_used(page, server):
+    page.route("**/runtime/snapshot-*.bin", lambda route: route.fulfill(status=404, body="gone"))
+    query = "hardware=h200&strategy=multi_node_tep"
+    page.goto(f"{server}{K3}?{query}")
+    wait_ready(page)
+    settle(page)
+    assert page.get_attribute("#app", "data-boot-mode") == "cold"
+    assert "without the fast start" in page.inner_text("#runtime-status")
+    state = page_state(page)
+    assert state["argvs"] == [c["argv"] for c in cli_plan(state["query"])["commands"]]
+    assert not page.locator("#preview-banner").is_visible()
+
+
+def test_snapshot_path_is_used_and_matches_the_cli(page, server):
+    page.goto(f"{server}{K3}?hardware=mi325x&strategy=multi_node_tp")
+    wait_ready(page)
+    settle(page)
+    assert page.get_attribute("#app", "data-boot-mode") == "snapshot"
+    assert page.inner_text("#runtime-status").strip() == ""
+    state = page_state(page)
+    assert state["argvs"] == [c["argv"] for c in cli_plan(state["query"])["commands"]]
+
+
+def test_worker_renders_the_prerendered_default_identically(page, server):
+    page.goto(server + K3)
+    wait_ready(page)
+    grab = "() => ['controls','summary','notices','capacity','commands','extras'].map(id => document.getElementById(id).innerHTML)"
+    before = page.evaluate(grab)
+    click(page, "hardware", "h200")
+    page.wait_for_function("location.search.includes('hardware=h200')")
+    settle(page)
+    page.click("#reset")  # the worker renders the default with the same macros
+    page.wait_for_function("!location.search.includes('hardware')")
+    settle(page)
+    assert page.evaluate(grab) == before

@@ -1,0 +1,123 @@
+"""CPython ≡ Pyodide: the browser's composer and renderer give the same bytes.
+
+The build's memory snapshot is restored in Node exactly as the page's worker
+restores it (``tests/pyodide_pages.mjs``), and ``composer.render.page_json``
+(the plan JSON and every rendered fragment) is compared byte for byte with the
+same call in CPython, for 200+ selections reached by clicking through the
+controls of our recipes and of the public corpus. The default page's
+fragments are also checked against the HTML the build pre-renders.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import build
+from composer import render
+from composer.api import compose_page, make_context
+from composer.loader import load_catalog, load_recipe, recipe_paths
+from composer.validate import dump
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "upstream-recipes"
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None or not (build.PYODIDE_DIR / "pyodide.mjs").exists(),
+                                reason="needs node and npm's pyodide (make test installs both)")
+
+
+@pytest.fixture(scope="module")
+def snapshot(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("snap") / "snapshot.bin"
+    path.write_bytes(build.make_snapshot(build.site_python_zip()))
+    return path
+
+
+@pytest.fixture(scope="module", autouse=True)
+def templates():
+    render.install_templates({t: (ROOT / "site_src" / t).read_text() for t in build.BROWSER_TEMPLATES})
+
+
+def documents(root: Path, rid: str, catalog) -> tuple[str, str, object]:
+    """The recipe and catalogue JSON exactly as the build writes them, and the context."""
+    recipe = load_recipe(root, rid)
+    recipe_text = json.dumps({"id": rid, "recipe": dump(recipe)}, separators=(",", ":"))
+    catalog_text = json.dumps(dump(catalog), separators=(",", ":"))
+    return recipe_text, catalog_text, make_context(rid, recipe, catalog)
+
+
+def walk(ctx, steps: int, rng: random.Random) -> list[str]:
+    """Queries a person reaches by clicking random enabled options, from the default."""
+    queries, query = [""], ""
+    for _ in range(steps):
+        view = compose_page(ctx, query)
+        choices = [o["query"] for items in view["options"].values() for o in items if not o["disabled"] and not o["selected"]]
+        if not choices:
+            break
+        query = rng.choice(choices)
+        queries.append(query)
+    return queries
+
+
+def jobs() -> list[dict]:
+    rng = random.Random(2026)
+    out = []
+    for root, steps, sample in ((ROOT / "recipes", 40, None), (CORPUS, 1, 90)):
+        catalog = load_catalog(root)
+        ids = list(recipe_paths(root))
+        for rid in (rng.sample(ids, sample) if sample else ids):
+            recipe_text, catalog_text, ctx = documents(root, rid, catalog)
+            for q in walk(ctx, steps, rng):
+                out.append({"recipe": recipe_text, "catalog": catalog_text, "query": q, "ctx": ctx})
+    return out
+
+
+def test_pyodide_pages_equal_cpython_byte_for_byte(snapshot):
+    work = jobs()
+    assert len(work) >= 200
+    payload = {"pyodide": str(build.PYODIDE_DIR), "snapshot": str(snapshot),
+               "jobs": [{k: j[k] for k in ("recipe", "catalog", "query")} for j in work]}
+    res = subprocess.run(["node", str(ROOT / "tests" / "pyodide_pages.mjs")], input=json.dumps(payload),
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    browser = json.loads(res.stdout)
+    assert len(browser) == len(work)
+    for job, got in zip(work, browser):
+        want = render.page_json(job["recipe"], job["catalog"], job["query"])
+        assert got == want, job["query"]
+        # ... and the JSON the browser rebuilt composes what pydantic's types compose.
+        plan = json.loads(got)["plan"]
+        direct = {k: v for k, v in compose_page(job["ctx"], job["query"]).items() if k not in ("options", "groups")}
+        assert json.dumps(plan, sort_keys=True) == json.dumps(direct, sort_keys=True), job["query"]
+
+
+def test_worker_fragments_equal_the_prerendered_default(tmp_path):
+    out = tmp_path / "site"
+    build.build(ROOT / "recipes", out)
+    catalog = load_catalog(ROOT / "recipes")
+    for rid in recipe_paths(ROOT / "recipes"):
+        recipe_text, catalog_text, _ = documents(ROOT / "recipes", rid, catalog)
+        fragments = json.loads(render.page_json(recipe_text, catalog_text, ""))["fragments"]
+        html = (out / rid / "index.html").read_text()
+        assert f'<form id="controls" aria-label="Deployment choices">{fragments["controls"]}</form>' in html
+        assert f'<div id="summary" aria-live="polite">{fragments["summary"]}</div>' in html
+        assert f'<ul id="notices">{fragments["notices"]}</ul>' in html
+        assert f'<ul id="capacity">{fragments["capacity"]}</ul>' in html
+        assert f'<div id="commands">{fragments["commands"]}</div>' in html
+        assert f'<div id="extras">{fragments["extras"]}</div>' in html
+
+
+def test_browser_python_has_no_native_code():
+    import io
+    import zipfile
+
+    names = zipfile.ZipFile(io.BytesIO(build.site_python_zip())).namelist()
+    assert any(n.startswith("jinja2/") for n in names) and "composer/render.py" in names
+    assert not [n for n in names if not n.endswith((".py", ".html"))]
+    assert not [n for n in names if n.startswith(("pydantic", "yaml"))]
+    assert "composer/validate.py" not in names and "composer/loader.py" not in names
