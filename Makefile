@@ -17,8 +17,8 @@ build: .venv/.installed node_modules/.installed
 test: .venv/.installed node_modules/.installed chromium
 	$(PY) -m pytest -q
 
-bench: .venv/.installed node_modules/.installed
-	$(PY) -m bench
+bench: .venv/.installed node_modules/.installed chromium
+	$(PY) -m bench --browser
 
 .venv/.installed: pyproject.toml
 	python3 -m venv .venv

@@ -3,10 +3,13 @@
 * build time of the public corpus (``../shared/upstream-recipes``) and of our
   ``recipes/``, and of a one-recipe rebuild (best of N wall-clock runs);
 * compose time of one plan: median and p95 over many Kimi K3 selections;
-* site size: total bytes, and what a first visit of one recipe page transfers
-  (raw and gzip-compressed, as a static server with compression would send);
-* with ``--browser``: time from navigation to the first composed plan in
-  headless Chromium, and the median time of a click → rendered plan.
+* site size: total bytes;
+* with ``--browser`` (``make bench``), in headless Chromium over http://127.0.0.1:
+  deep link → its own command on screen, cold and warm cache, for five links
+  (P/D, DEP, TP+PP, features+Advanced, AMD), on the snapshot path and on the
+  fallback path (snapshot blocked); click → plan p50/p95 (measured in the
+  page); what a first visit transfers (raw and gzip); a second recipe page in
+  the same tab.
 """
 
 from __future__ import annotations
@@ -78,52 +81,135 @@ def compose_times(n: int) -> list[float]:
     return times
 
 
-def first_visit_bytes(site: Path, rid: str = "moonshotai/Kimi-K3") -> tuple[int, int]:
-    files = [site / rid / "index.html", site / "assets/style.css", site / "assets/app.js", site / "assets/composer-worker.js",
-             site / "data/catalog.json", site / f"data/{rid}.json"]
-    files += [site / "pyodide" / n for n in ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")]
-    files += sorted((site / "wheels").iterdir())
-    raw = sum(f.stat().st_size for f in files)
-    gz = sum(len(gzip.compress(f.read_bytes(), 6)) for f in files)
-    return raw, gz
+DEEP_LINKS = [
+    "moonshotai/Kimi-K3/?hardware=gb200&strategy=pd_cluster",                    # P/D
+    "moonshotai/Kimi-K3/?hardware=h200&strategy=multi_node_dep&nodes=3",          # DEP
+    "moonshotai/Kimi-K3/?hardware=b200&strategy=multi_node_tp_pp",                # TP+PP
+    "moonshotai/Kimi-K3/?hardware=b300&features=spec_decoding&advanced=max_batched_8k,gpu_mem_095",  # features+advanced
+    "moonshotai/Kimi-K3/?hardware=mi355x&strategy=multi_node_tep",                # AMD
+]
+READY = """() => { const a = document.getElementById('app');
+  return a.dataset.ready === 'true' && a.dataset.busy !== 'true' && a.dataset.query === location.search.replace(/^\\?/, ''); }"""
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run", "--disable-sync"]
 
 
-def browser_times(site: Path, clicks: int = 10) -> tuple[float, float, float]:
+def serve(site: Path):
     import functools
     import http.server
     import threading
-
-    from playwright.sync_api import sync_playwright
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
 
-    handler = functools.partial(Quiet, directory=str(site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{httpd.server_address[1]}/moonshotai/Kimi-K3/"
-    args = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-            "--disable-component-update", "--no-first-run", "--disable-sync"]
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium", args=args)
-        page = b.new_page()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/"
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def deep_link_times(browser, base: str, runs: int, fallback: bool) -> tuple[list[float], list[float], str]:
+    """Seconds from navigation to the link's own command on screen: cold (a
+    fresh context, empty cache) and warm (the same link again in that context)."""
+    cold, warm, modes = [], [], set()
+    for link in DEEP_LINKS:
+        for _ in range(runs):
+            ctx = browser.new_context()
+            page = ctx.new_page()
+            if fallback:
+                page.route("**/runtime/snapshot-*.bin", lambda route: route.fulfill(status=404, body="gone"))
+            for bucket in (cold, warm):
+                t = time.perf_counter()
+                page.goto(base + link)
+                page.wait_for_function(READY, timeout=120_000, polling=5)
+                bucket.append(time.perf_counter() - t)
+            modes.add(page.get_attribute("#app", "data-boot-mode"))
+            ctx.close()
+    return cold, warm, ",".join(sorted(modes))
+
+
+def click_times(browser, base: str, clicks: int) -> list[float]:
+    """Milliseconds from a click to its plan on screen, measured in the page."""
+    page = browser.new_page()
+    page.goto(base + "moonshotai/Kimi-K3/")
+    page.wait_for_function(READY, timeout=120_000)
+    rng = random.Random(11)
+    out = []
+    while len(out) < clicks:
+        choices = page.eval_on_selector_all("#controls input:not(:disabled):not(:checked)", "xs => xs.map(x => [x.name, x.value])")
+        name, value = rng.choice(choices)
+        page.locator(f'#controls input[name="{name}"][value="{value}"]').click()
+        page.wait_for_function("() => document.getElementById('app').dataset.clickMs "
+                               "|| document.getElementById('runtime-status').dataset.state === 'error'", polling=5)
+        got = page.evaluate("(() => { const a = document.getElementById('app'); const v = a.dataset.clickMs; delete a.dataset.clickMs; return v; })()")
+        if got:
+            out.append(float(got))
+    page.close()
+    return out
+
+
+def transfer(browser, url: str) -> tuple[int, int, int]:
+    """Bytes a first visit transfers (raw, and gzip-compressed as a static host
+    with compression would send them) and the number of requests."""
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    bodies = []
+    page.on("response", lambda r: bodies.append(r))
+    page.goto(url)
+    page.wait_for_function(READY, timeout=120_000)
+    raw = gz = 0
+    for r in bodies:
+        try:
+            body = r.body()
+        except Exception:  # a HEAD request has no body
+            continue
+        raw += len(body)
+        gz += len(gzip.compress(body, 6))
+    ctx.close()
+    return raw, gz, len(bodies)
+
+
+def second_page_time(browser, base: str, runs: int) -> list[float]:
+    """Seconds to the first plan of a second recipe page opened in the same tab."""
+    out = []
+    for _ in range(runs):
+        ctx = browser.new_context()
+        page = ctx.new_page()
+        page.goto(base + "moonshotai/Kimi-K3/?hardware=h200")
+        page.wait_for_function(READY, timeout=120_000)
         t = time.perf_counter()
-        page.goto(url)
-        interactive = time.perf_counter() - t
-        page.wait_for_function("document.getElementById('app').dataset.ready === 'true'", timeout=120_000)
-        ready = time.perf_counter() - t
-        print("browser: worker timings (ms since worker start):", page.get_attribute("#app", "data-timings"),
-              "first compose", page.get_attribute("#app", "data-compose-ms"), "ms")
-        times = []
-        for hw in ["h200", "gb200", "mi355x", "b200", "h100"] * (clicks // 5):
-            t = time.perf_counter()
-            page.click(f'#controls input[name="hardware"][value="{hw}"]')
-            page.wait_for_function("hw => location.search.includes(hw) && document.getElementById('app').dataset.busy === 'false'", arg=hw)
-            times.append(time.perf_counter() - t)
+        page.goto(base + "Qwen/Qwen3-235B-A22B-Instruct-2507/?hardware=h100")
+        page.wait_for_function(READY, timeout=120_000, polling=5)
+        out.append(time.perf_counter() - t)
+        ctx.close()
+    return out
+
+
+def browser_figures(site: Path, runs: int) -> None:
+    from playwright.sync_api import sync_playwright
+
+    httpd, base = serve(site)
+    med = statistics.median
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium", args=ARGS)
+        for fallback in (False, True):
+            cold, warm, modes = deep_link_times(b, base, runs, fallback)
+            what = "fallback (snapshot blocked, cold boot)" if fallback else "snapshot"
+            print(f"browser, deep link → its command, {what} [{modes}], {len(DEEP_LINKS)} links × {runs} runs: "
+                  f"cold median {med(cold):.2f} s (p95 {pct(cold, .95):.2f}), warm median {med(warm):.2f} s (p95 {pct(warm, .95):.2f})")
+        clicks = click_times(b, base, 60)
+        print(f"browser, click → plan on screen (60 random clicks): p50 {pct(clicks, .5):.0f} ms, p95 {pct(clicks, .95):.0f} ms")
+        raw, gz, n = transfer(b, base + DEEP_LINKS[0])
+        print(f"browser, first visit of a deep link: {n} requests, {raw:,} bytes raw, {gz:,} bytes gzip")
+        second = second_page_time(b, base, runs)
+        print(f"browser, second recipe page in the same tab: median {med(second):.2f} s")
         b.close()
     httpd.shutdown()
-    return interactive, ready, statistics.median(times)
 
 
 def main() -> None:
@@ -131,6 +217,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--plans", type=int, default=500)
     ap.add_argument("--browser", action="store_true", help="also measure the page in headless Chromium")
+    ap.add_argument("--browser-runs", type=int, default=5, help="runs per deep link and path (medians are printed)")
     args = ap.parse_args()
     if CORPUS.exists():
         print(f"build, public corpus ({len(list((CORPUS / 'models').glob('*/*.yaml')))} recipes): {timed_build(CORPUS, args.runs):.2f} s (best of {args.runs})")
@@ -144,12 +231,9 @@ def main() -> None:
         site = Path(tmp) / "site"
         build.build(ROOT / "recipes", site)
         total = sum(f.stat().st_size for f in site.rglob("*") if f.is_file())
-        raw, gz = first_visit_bytes(site)
         print(f"site size (our recipes/): {total:,} bytes")
-        print(f"first visit of /moonshotai/Kimi-K3/: {raw:,} bytes raw, {gz:,} bytes gzip")
         if args.browser:
-            interactive, ready, click = browser_times(site)
-            print(f"browser: page loaded {interactive:.2f} s, first composed plan {ready:.2f} s, click → plan median {click * 1000:.0f} ms")
+            browser_figures(site, args.browser_runs)
 
 
 if __name__ == "__main__":
