@@ -14,6 +14,7 @@ from functools import lru_cache
 from composer.context import RecipeContext
 from composer.convert import from_json
 from composer.controls import build_options, groups
+from composer.outputs import to_json
 from composer.plan import build_plan, plan_and_selection
 from composer.schema import Catalog, Recipe
 
@@ -40,7 +41,7 @@ def compose_page(ctx: RecipeContext, query: str | dict | None = None) -> dict:
     control with its state, ``composer.controls``) and ``groups`` (legends and
     help). The page renders it with the macros of ``site_src/_macros.html``."""
     plan, sel, canon = plan_and_selection(ctx, query)
-    return {**plan, "options": build_options(ctx, sel, canon), "groups": groups()}
+    return {**to_json(plan), "options": to_json(build_options(ctx, sel, canon)), "groups": groups()}
 
 
 @lru_cache(maxsize=8)

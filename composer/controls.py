@@ -9,13 +9,15 @@ from composer import run_forms as run
 from composer.canonical import raise_reason, resolved_selection, resolved_with_notices
 from composer.context import MAX_NODES, RecipeContext
 from composer.help import GROUPS
+from composer.outputs import Option
 from composer.query import SCHEMA_VERSION, Request, parse_query
 from composer.resolve import POOLS, Selection, feature_label, pd_modes, util_in_force
 
 
-def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
-    """Every control of the page with its state: selected, disabled (and why),
-    and the query a click on it produces."""
+def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[str, tuple[Option, ...]]:
+    """Every control of the page (query parameter → its options in order) with
+    each option's state: selected, disabled (and why), default, changed, what
+    else a click switches, and the query a click produces."""
     base = canon.with_values(v=SCHEMA_VERSION)
     pd_keys = dict(prefill_mode=None, prefill_nodes=None, decode_mode=None, decode_nodes=None)
     hwp = ctx.hw(sel.hardware)
@@ -166,7 +168,7 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict:
         for item in items:
             item.setdefault("description", "")
     _mark_defaults_and_effects(ctx, sel, opts)
-    return opts
+    return {dim: tuple(Option(**item) for item in items) for dim, items in opts.items()}
 
 
 def _hardware_query(ctx: RecipeContext, sel: Selection, base: Request, hw: str) -> Request:

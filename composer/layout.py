@@ -123,10 +123,12 @@ class Capacity:
         return (f"{self.weights_gb:g} GB of weights on {where}: {self.hbm_gb:g} GB of HBM, "
                 f"{self.usable_gb:g} GB usable at gpu-memory-utilization {self.util:g} ({pct} %).")
 
-    def to_dict(self) -> dict:
-        return {"weights_gb": self.weights_gb, "hbm_gb": self.hbm_gb, "util": self.util,
-                "usable_gb": self.usable_gb, "fits": self.fits,
-                "share": None if self.share is None else round(self.share, 4)}
+    def check(self, scope: str, where: str):
+        """The plan's ``CapacityCheck`` of this capacity for ``scope`` on ``where``."""
+        from composer.outputs import CapacityCheck
+
+        return CapacityCheck(scope, where, self.weights_gb, self.hbm_gb, self.util, self.usable_gb, self.fits,
+                             None if self.share is None else round(self.share, 4), self.describe(where))
 
 
 def capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, util: float, task: str | None = None) -> Capacity:

@@ -7,6 +7,8 @@ plan (``composer.controls``); the CLI and the JSON API never compute them.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from composer import run_forms as run
 from composer.argv import ArgvError, Entry, Source, flag_value
 from composer.canonical import canonical_request
@@ -15,6 +17,7 @@ from composer.help import flag_help
 from composer.layers import CommandSpec, compose_layers
 from composer.layout import capacity
 from composer.notices import Notices
+from composer.outputs import CapacityCheck, Command, EnvSource, FlagSource, Plan, RecipeRef, Replaced, to_json
 from composer.query import parse_query
 from composer.resolve import POOLS, Selection, feature_label, layout_for, pool_layout, resolve, util_in_force
 from composer.shell import command_text, env_text
@@ -47,21 +50,15 @@ def source_label(ctx: RecipeContext, src: Source) -> str:
     return LAYER_LABELS.get(src.layer, src.layer)
 
 
-def _provenance(argv_entries: list[Entry], env) -> tuple[list[dict], list[dict]]:
-    flags = []
-    for e in argv_entries:
-        flags.append({
-            "flag": "--" + e.unit.key if e.unit.value is not None or e.unit.enabled else "--no-" + e.unit.key,
-            "name": e.unit.key,
-            "help": flag_help(e.unit.key),
-            "value": e.unit.value,
-            **e.source.to_dict(),
-            "replaced": [{"value": u.value if u.value is not None else ("on" if u.enabled else "off"), **s.to_dict()}
-                         for u, s in e.replaced],
-        })
-    envs = [{"name": k, "value": v.value, **v.source.to_dict(),
-             "replaced": [{"value": val, **s.to_dict()} for val, s in v.replaced]}
-            for k, v in env.entries.items()]
+def _provenance(argv_entries: list[Entry], env) -> tuple[tuple[FlagSource, ...], tuple[EnvSource, ...]]:
+    flags = tuple(FlagSource(
+        flag="--" + e.unit.key if e.unit.value is not None or e.unit.enabled else "--no-" + e.unit.key,
+        name=e.unit.key, help=flag_help(e.unit.key), value=e.unit.value, layer=e.source.layer, key=e.source.key,
+        replaced=tuple(Replaced(u.value if u.value is not None else ("on" if u.enabled else "off"), s.layer, s.key)
+                       for u, s in e.replaced),
+    ) for e in argv_entries)
+    envs = tuple(EnvSource(k, v.value, v.source.layer, v.source.key, tuple(Replaced(val, s.layer, s.key) for val, s in v.replaced))
+                 for k, v in env.entries.items())
     return flags, envs
 
 
@@ -85,7 +82,7 @@ def _replacement_notices(ctx: RecipeContext, entries: list[Entry], notices: Noti
                             f"{source_label(ctx, src)} {flag} {old_v} was replaced by {source_label(ctx, dst)}'s {new_v}{where}.")
 
 
-def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, extra_env: dict | None = None) -> dict:
+def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, extra_env: dict | None = None) -> Command:
     argv_b, env_b, removed = compose_layers(ctx, sel, spec, lay)
     if extra_env:
         env_b.add(extra_env, Source("strategy", "composer: per-node placement"))
@@ -105,15 +102,12 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
     flags, envs = _provenance(entries, env_b)
     units = [e.unit.tokens() for e in entries]
     cmd = command_text(argv, units)
-    return {
-        "role": spec.role, "node_rank": spec.rank, "pool": spec.pool, "label": label,
-        "argv": argv, "env": env, "command": cmd, "env_text": env_text(env),
-        "text": (env_text(env) + "\n" + cmd) if env else cmd,
-        "provenance": flags, "env_provenance": envs,
-    }
+    text = (env_text(env) + "\n" + cmd) if env else cmd
+    return Command(role=spec.role, node_rank=spec.rank, pool=spec.pool, label=label, argv=tuple(argv), env=env,
+                   command=cmd, env_text=env_text(env), text=text, provenance=flags, env_provenance=envs, pip_text=text)
 
 
-def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[dict], list[dict]]:
+def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[Command], list[CapacityCheck]]:
     """All commands of ``sel`` (one per node and role) and capacity records."""
     deploy = ctx.strategy(sel.strategy).deploy_type
     hwname = ctx.hw(sel.hardware).display_name
@@ -125,7 +119,7 @@ def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tupl
     where = f"{lay.replica_nodes} × {hwname}" if lay.mode != "tp" or lay.tp >= lay.gpus_per_node else f"{lay.tp} × {hwname} GPU"
     if lay.mode == "tp_dp":
         where = f"each replica (1 × {hwname})"
-    caps = [{"scope": "deployment", "where": where, **cap.to_dict(), "message": cap.describe(where)}]
+    caps = [cap.check("deployment", where)]
     cmds = []
     for rank in range(sel.nodes):
         role = "serve" if deploy == "single_node" else ("head" if rank == 0 else "worker")
@@ -135,7 +129,7 @@ def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tupl
     return cmds, caps
 
 
-def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[dict], list[dict]]:
+def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[Command], list[CapacityCheck]]:
     cmds, caps, endpoints = [], [], {}
     hwname = ctx.hw(sel.hardware).display_name
     for name in POOLS:
@@ -144,7 +138,7 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[
         util = util_in_force(ctx, sel, name)
         cap = capacity(ctx, lay, sel.hardware, sel.variant, util, sel.task)
         where = f"the {name} pool ({pool.nodes} × {hwname})"
-        caps.append({"scope": name, "where": where, **cap.to_dict(), "message": cap.describe(where)})
+        caps.append(cap.check(name, where))
         upper = name.upper()
         endpoints[name] = []
         for rank in range(pool.nodes):
@@ -157,13 +151,13 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[
             cmd = _command(ctx, sel, spec, lay, notices, label, extra)
             cmds.append(cmd)
             if serves_api(lay, rank):
-                port = flag_value(cmd["argv"], "--port") or "8000"
+                port = flag_value(cmd.argv, "--port") or "8000"
                 endpoints[name].append(f"http://${upper}_NODE_{rank + 1}:{port}")
     cmds.append(_router(ctx, sel, endpoints))
     return cmds, caps
 
 
-def _router(ctx: RecipeContext, sel: Selection, endpoints: dict[str, list[str]]) -> dict:
+def _router(ctx: RecipeContext, sel: Selection, endpoints: dict[str, list[str]]) -> Command:
     so = ctx.recipe.strategy_overrides.get("pd_cluster")
     router_cfg = dict(ctx.strategy("pd_cluster").router or {})
     router_cfg.update((so.router if so and so.router else {}) or {})
@@ -175,9 +169,8 @@ def _router(ctx: RecipeContext, sel: Selection, endpoints: dict[str, list[str]])
         argv += ["--decode", url]
     argv += ["--host", "0.0.0.0", "--port", str(router_cfg.get("port", ROUTER_PORT))]
     text = command_text(argv, head=1)
-    return {"role": "router", "node_rank": 0, "pool": None, "label": "Router", "argv": argv, "env": {},
-            "command": text, "env_text": "", "text": text, "provenance": [], "env_provenance": [],
-            "install": "uv pip install vllm-router"}
+    return Command(role="router", node_rank=0, pool=None, label="Router", argv=tuple(argv), env={}, command=text,
+                   env_text="", text=text, install="uv pip install vllm-router", pip_text=text)
 
 
 def summary_layout(ctx: RecipeContext, sel: Selection) -> str:
@@ -223,7 +216,7 @@ def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[dict], n
 
     if not sel.kv_offload or not commands:
         return
-    argv = commands[0]["argv"]
+    argv = commands[0].argv
     raw = next((argv[i + 1] for i, t in enumerate(argv[:-1]) if t == "--kv-transfer-config"), None)
     try:
         extra = json.loads(raw).get("kv_connector_extra_config", {}) if raw else {}
@@ -246,8 +239,8 @@ def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[dict], n
 
 
 def build_plan(ctx: RecipeContext, query) -> dict:
-    """The plan for ``query`` (string, mapping or None) as a JSON-ready dict
-    (the contract is documented in the README, "JSON for scripts and agents").
+    """The plan for ``query`` (string, mapping or None) as JSON data: the
+    ``composer.outputs.Plan`` contract (``to_json``).
 
     Keys: ``recipe``, ``selection``, ``commands`` (``role``, ``node_rank``, ``argv``,
     ``env``, ``text`` …), ``notices``, ``url`` (canonical query, "" for the
@@ -255,53 +248,39 @@ def build_plan(ctx: RecipeContext, query) -> dict:
     ``summary``. Never raises for any query; a broken recipe raises
     ``ArgvError`` (caught by validation at build time).
     """
-    return plan_and_selection(ctx, query)[0]
+    return to_json(plan_and_selection(ctx, query)[0])
 
 
-def plan_and_selection(ctx: RecipeContext, query):
-    """``(plan dict, Selection, canonical Request)`` for ``query``: the page
-    builds its controls from the last two without resolving the query again."""
+def plan_and_selection(ctx: RecipeContext, query) -> tuple[Plan, Selection, object]:
+    """``(Plan, Selection, canonical Request)`` for ``query``: the page builds
+    its controls from the last two without resolving the query again."""
     req = parse_query(query)
     sel, notices = resolve(ctx, req)
     commands, caps = build_commands(ctx, sel, notices)
     has_cap_error = any(n.code == "capacity" for n in notices.items())
     for c in caps:
-        if not c["fits"] and not has_cap_error:
-            notices.add("error", "capacity", c["message"].replace(" on ", " do not fit on ", 1))
+        if not c.fits and not has_cap_error:
+            notices.add("error", "capacity", c.message.replace(" on ", " do not fit on ", 1))
     kv_memory_notice(ctx, sel, commands, notices)
     summary_text = summary(ctx, sel, commands)
     comps = run.companions(ctx, sel)
-    multi_host = len([c for c in commands if c["role"] != "router"]) > 1
-    for c in commands:
-        c["pip_text"] = c["text"]
+    multi_host = len([c for c in commands if c.role != "router"]) > 1
+    for i, c in enumerate(commands):
         d = run.docker_argv(ctx, sel, c, multi_host)
-        c["docker_argv"] = d
-        c["docker_text"] = run.docker_text(d) if d else None
-        if sel.install == "docker" and d:
-            c["text"] = c["docker_text"]
-        c["script"] = run.script(summary_text, c, c["text"])
+        docker = run.docker_text(d) if d else None
+        text = docker if sel.install == "docker" and d else c.pip_text
+        commands[i] = replace(c, docker_argv=tuple(d) if d else None, docker_text=docker, text=text,
+                              script=run.script(summary_text, c, text))
     canon = canonical_request(ctx, sel)
     status = "error" if notices.has_error() else "ok"
-    return _plan_dict(ctx, sel, summary_text, comps, commands, status, notices, caps, canon), sel, canon
-
-
-def _plan_dict(ctx, sel, summary_text, comps, commands, status, notices, caps, canon) -> dict:
-    return {
-        "recipe": {"id": ctx.recipe_id, "title": ctx.recipe.meta.title, "model_id": ctx.model_id(sel.variant, sel.task)},
-        "selection": sel.to_dict(),
-        "summary": summary_text,
-        "install": run.install(ctx, sel, comps),
-        "companions": comps,
-        "client": run.client_checks(ctx, sel, commands),
-        "status": status,
-        "commands": commands if status == "ok" else [],
-        "blocked_commands": commands if status == "error" else [],
-        "notices": [n.to_dict() for n in notices.items()],
-        "capacity": caps,
-        **verification(ctx, sel),
-        "url": ("?" + canon.query()) if canon.values else "",
-        "query": canon.query(),
-    }
+    plan = Plan(
+        recipe=RecipeRef(ctx.recipe_id, ctx.recipe.meta.title, ctx.model_id(sel.variant, sel.task)),
+        selection=sel.to_dict(), summary=summary_text, install=run.install(ctx, sel, comps), companions=tuple(comps),
+        client=run.client_checks(ctx, sel, commands), status=status,
+        commands=tuple(commands) if status == "ok" else (), blocked_commands=tuple(commands) if status == "error" else (),
+        notices=tuple(notices.items()), capacity=tuple(caps), **verification(ctx, sel),
+        url=("?" + canon.query()) if canon.values else "", query=canon.query())
+    return plan, sel, canon
 
 
 __all__ = ["build_plan", "ArgvError"]

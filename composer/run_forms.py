@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from composer.argv import flag_value
 from composer.context import RecipeContext
+from composer.outputs import ClientChecks, Command, CompanionProcess, Install
 from composer.shell import PLACEHOLDER_RE, command_text, quote
 
 DEFAULT_IMAGES = {
@@ -90,7 +91,7 @@ def min_vllm_version(ctx: RecipeContext, sel) -> str | None:
     return max(found, key=key) if found else None
 
 
-def install(ctx: RecipeContext, sel, companions: list[dict]) -> dict:
+def install(ctx: RecipeContext, sel, companions: list[CompanionProcess]) -> Install:
     """Install lines: ``pip`` (a shell snippet or None), ``docker`` (``docker pull``
     or None), ``notes`` and ``extras`` (connector and router packages)."""
     brand = brand_key(ctx, sel.hardware)
@@ -111,31 +112,31 @@ def install(ctx: RecipeContext, sel, companions: list[dict]) -> dict:
         pip = "uv venv --python 3.12 && source .venv/bin/activate\n" + pip
     image = docker_image(ctx, sel.hardware, sel.variant)
     notes = [str(v["note"]) for k, v in (inst.items() if isinstance(inst, dict) else []) if isinstance(v, dict) and v.get("note")]
-    extras = [c["install"] for c in companions if c.get("install")]
+    extras = [c.install for c in companions if c.install]
     kv = ctx.catalog.taxonomy.kv_offload.get(sel.kv_offload) if sel.kv_offload else None
     if kv is not None and kv.install:
         extras.append(kv.install)
-    return {"pip": pip, "docker": f"docker pull {image}" if image else None, "image": image,
-            "notes": notes, "extras": list(dict.fromkeys(extras)),
-            "docker_reason": None if image else f"No vLLM container image is known for {ctx.hw(sel.hardware).brand} hardware."}
+    return Install(pip=pip, docker=f"docker pull {image}" if image else None, image=image, notes=tuple(notes),
+                   extras=tuple(dict.fromkeys(extras)),
+                   docker_reason=None if image else f"No vLLM container image is known for {ctx.hw(sel.hardware).brand} hardware.")
 
 
-def docker_argv(ctx: RecipeContext, sel, cmd: dict, multi_host: bool) -> list[str] | None:
+def docker_argv(ctx: RecipeContext, sel, cmd: Command, multi_host: bool) -> list[str] | None:
     """``docker run …`` for one serve command; None when no image is known."""
     image = docker_image(ctx, sel.hardware, sel.variant)
     brand = brand_key(ctx, sel.hardware)
-    if image is None or cmd["argv"][:2] != ["vllm", "serve"]:
+    if image is None or cmd.argv[:2] != ("vllm", "serve"):
         return None
     argv = ["docker", "run", "--rm"] + GPU_FLAGS[brand] + ["--ipc=host"]
     if multi_host:
         argv += ["--network", "host"]
     else:
-        port = flag_value(cmd["argv"], "--port") or "8000"
+        port = flag_value(cmd.argv, "--port") or "8000"
         argv += ["-p", f"{port}:{port}"]
     argv += HF_CACHE
-    for k, v in cmd["env"].items():
+    for k, v in cmd.env.items():
         argv += ["-e", f"{k}={v}"]
-    return argv + [image] + cmd["argv"][2:]
+    return argv + [image] + list(cmd.argv[2:])
 
 
 def docker_text(argv: list[str]) -> str:
@@ -159,26 +160,25 @@ def docker_text(argv: list[str]) -> str:
     return " \\\n".join(lines + body)
 
 
-def companions(ctx: RecipeContext, sel) -> list[dict]:
+def companions(ctx: RecipeContext, sel) -> list[CompanionProcess]:
     """Processes to run beside vLLM: the KV option's companion (LMCache server) and
     companions of enabled features. ``{label, description, command, install}``."""
     out = []
     kv = ctx.catalog.taxonomy.kv_offload.get(sel.kv_offload) if sel.kv_offload else None
     if kv is not None and kv.companion and kv.companion.command:
-        out.append({"label": kv.companion.label or f"{kv.label} server", "description": kv.companion.description,
-                    "command": kv.companion.command.strip(), "install": kv.install})
+        out.append(CompanionProcess(kv.companion.label or f"{kv.label} server", kv.companion.description,
+                                    kv.companion.command.strip(), kv.install))
     store = ctx.catalog.strategies.get(sel.kv_offload) if sel.kv_offload else None
     if store is not None and store.deploy_type == "kv_store_lb":
         out += _mooncake_companions(ctx, sel, store)
     for fid in sel.features:
         f = ctx.recipe.features.get(fid)
         if f and f.companion and f.companion.command and not ctx.feature_block_reason(fid, sel.strategy):
-            out.append({"label": f.companion.label or fid, "description": f.companion.description,
-                        "command": f.companion.command.strip(), "install": None})
+            out.append(CompanionProcess(f.companion.label or fid, f.companion.description, f.companion.command.strip(), None))
     return out
 
 
-def _mooncake_companions(ctx: RecipeContext, sel, store) -> list[dict]:
+def _mooncake_companions(ctx: RecipeContext, sel, store) -> list[CompanionProcess]:
     """The processes and files a Mooncake KV store needs besides vLLM (from the
     ``kv_store/<id>.yaml`` data): the master, the standalone store if any, and
     the JSON config every instance reads from ``$MOONCAKE_CONFIG_PATH``."""
@@ -190,12 +190,12 @@ def _mooncake_companions(ctx: RecipeContext, sel, store) -> list[dict]:
     out = []
     master = store.mooncake_master or {}
     if master.get("command"):
-        out.append({"label": "Mooncake master", "description": str(master.get("description", "")),
-                    "command": str(master["command"]).strip(), "install": install_line})
+        out.append(CompanionProcess("Mooncake master", str(master.get("description", "")),
+                                    str(master["command"]).strip(), install_line))
     store_cfg = store.mooncake_store_config or {}
     if isinstance(store_cfg, dict) and store_cfg.get("command"):
-        out.append({"label": "Mooncake store", "description": str(store_cfg.get("description", "")),
-                    "command": str(store_cfg["command"]).strip(), "install": install_line})
+        out.append(CompanionProcess("Mooncake store", str(store_cfg.get("description", "")),
+                                    str(store_cfg["command"]).strip(), install_line))
     cfg = store.mooncake_vllm_config or {}
     template = cfg.get("template") if isinstance(cfg, dict) else None
     if template:
@@ -205,16 +205,15 @@ def _mooncake_companions(ctx: RecipeContext, sel, store) -> list[dict]:
             'export MOONCAKE_CONFIG_PATH="${MOONCAKE_CONFIG_PATH:-/etc/mooncake/mooncake_vllm_config.json}"\n'
             'mkdir -p "$(dirname "$MOONCAKE_CONFIG_PATH")"\n'
             f'cat > "$MOONCAKE_CONFIG_PATH" <<EOF\n{body}\nEOF')
-        out.append({"label": "Mooncake config", "description": "Write this file on every vLLM node before starting it.",
-                    "command": command, "install": None})
+        out.append(CompanionProcess("Mooncake config", "Write this file on every vLLM node before starting it.", command, None))
     return out
 
 
-def script(plan_summary: str, cmd: dict, text: str) -> str:
+def script(plan_summary: str, cmd: Command, text: str) -> str:
     """A runnable shell script for one node: checks that every placeholder is set,
     then exports the env and runs the command."""
     names = sorted(set(m.group(0)[1:] for m in PLACEHOLDER_RE.finditer(text)) - {"HOME"})
-    lines = ["#!/usr/bin/env bash", f"# {plan_summary}", f"# {cmd['label']} ({cmd['role']})", "set -euo pipefail", ""]
+    lines = ["#!/usr/bin/env bash", f"# {plan_summary}", f"# {cmd.label} ({cmd.role})", "set -euo pipefail", ""]
     for name in names:
         lines.append(f': "${{{name}:?set {name} first (see the configurator page)}}"')
     if names:
@@ -223,7 +222,7 @@ def script(plan_summary: str, cmd: dict, text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def client_checks(ctx: RecipeContext, sel, commands: list[dict]) -> dict:
+def client_checks(ctx: RecipeContext, sel, commands: list[Command]) -> ClientChecks:
     """A curl request and a ``vllm bench serve`` line against the endpoint the
     deployment serves (router for P/D, head node for multi-node)."""
     model = ctx.model_id(sel.variant, sel.task)
@@ -232,17 +231,16 @@ def client_checks(ctx: RecipeContext, sel, commands: list[dict]) -> dict:
         # vLLM-Omni tasks bring their own client example (speech, video …).
         block = task.hardware_overrides.get(sel.hardware)
         curl = (block.curl if block and block.curl else None) or task.curl
-        return {"curl": (curl or "").strip() or None, "bench": None, "curl_argv": None, "bench_argv": None}
-    router = next((c for c in commands if c["role"] == "router"), None)
+        return ClientChecks((curl or "").strip() or None, None, None, None)
+    router = next((c for c in commands if c.role == "router"), None)
     if router is not None:
-        host, port = "$ROUTER_HOST", flag_value(router["argv"], "--port") or "30000"
+        host, port = "$ROUTER_HOST", flag_value(router.argv, "--port") or "30000"
     else:
-        first = commands[0] if commands else {"argv": []}
-        host = "$HEAD_IP" if first.get("role") == "head" else "localhost"
-        port = flag_value(first["argv"], "--port") or "8000"
+        first = commands[0] if commands else None
+        host = "$HEAD_IP" if first is not None and first.role == "head" else "localhost"
+        port = (flag_value(first.argv, "--port") if first is not None else None) or "8000"
     body = ('{"model": "' + model + '", "messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}')
     curl = ["curl", f"http://{host}:{port}/v1/chat/completions", "-H", "Content-Type: application/json", "-d", body]
     bench = ["vllm", "bench", "serve", "--model", model, "--host", host, "--port", port, "--dataset-name", "random",
              "--random-input-len", "1024", "--random-output-len", "1024", "--num-prompts", "100", "--max-concurrency", "32"]
-    return {"curl": " ".join(quote(t) for t in curl), "bench": " ".join(quote(t) for t in bench),
-            "curl_argv": curl, "bench_argv": bench}
+    return ClientChecks(" ".join(quote(t) for t in curl), " ".join(quote(t) for t in bench), tuple(curl), tuple(bench))

@@ -1,0 +1,201 @@
+"""What the composer returns, as immutable typed values, and its JSON form.
+
+These classes are the plan contract in one place: ``to_json`` turns a
+``Plan`` into the JSON the CLI prints (``--json``), the JSON API serves and the
+page reads; its keys are the field names below, in this order. Sizes are in
+decimal GB (10^9 bytes); ``util`` is a fraction of GPU memory (0-1].
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+from composer.notices import Notice
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """A value a later layer replaced: the value, its layer and recipe key."""
+
+    value: str
+    layer: str
+    key: str
+
+
+@dataclass(frozen=True)
+class FlagSource:
+    """Provenance of one flag of a command: ``flag`` as written (``--x`` or
+    ``--no-x``), its canonical ``name``, vLLM's one-line ``help``, the ``value``
+    (None for a boolean), the layer and recipe key that set it, and what it replaced."""
+
+    flag: str
+    name: str
+    help: str
+    value: Optional[str]
+    layer: str
+    key: str
+    replaced: tuple[Replaced, ...] = ()
+
+
+@dataclass(frozen=True)
+class EnvSource:
+    """Provenance of one environment variable of a command."""
+
+    name: str
+    value: str
+    layer: str
+    key: str
+    replaced: tuple[Replaced, ...] = ()
+
+
+@dataclass(frozen=True)
+class Command:
+    """One process to start: ``role`` is serve | head | worker | prefill |
+    decode | router; ``node_rank`` counts from 0 within its pool (``pool`` is
+    prefill | decode for P/D, else None). ``argv`` and ``env`` are exact;
+    ``text`` is what a person copies in the chosen form (``pip_text`` or
+    ``docker_text``), ``script`` a runnable bash script for the node."""
+
+    role: str
+    node_rank: int
+    pool: Optional[str]
+    label: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    command: str
+    env_text: str
+    text: str
+    provenance: tuple[FlagSource, ...] = ()
+    env_provenance: tuple[EnvSource, ...] = ()
+    install: Optional[str] = None
+    pip_text: str = ""
+    docker_argv: Optional[tuple[str, ...]] = None
+    docker_text: Optional[str] = None
+    script: str = ""
+
+
+@dataclass(frozen=True)
+class CapacityCheck:
+    """Weights against the usable GPU memory of one deployment or pool
+    (``scope``: deployment | prefill | decode); ``share`` = weights / usable."""
+
+    scope: str
+    where: str
+    weights_gb: Optional[float]
+    hbm_gb: float
+    util: float
+    usable_gb: float
+    fits: bool
+    share: Optional[float]
+    message: str
+
+
+@dataclass(frozen=True)
+class CompanionProcess:
+    """A process run beside vLLM (LMCache server, Mooncake master …)."""
+
+    label: str
+    description: str
+    command: str
+    install: Optional[str]
+
+
+@dataclass(frozen=True)
+class Install:
+    """Install lines: ``pip`` (shell snippet) or None, ``docker`` (``docker
+    pull``) or None, the ``image``, recipe ``notes``, ``extras`` (connector and
+    router packages) and why Docker is unavailable, if it is."""
+
+    pip: Optional[str]
+    docker: Optional[str]
+    image: Optional[str]
+    notes: tuple[str, ...]
+    extras: tuple[str, ...]
+    docker_reason: Optional[str]
+
+
+@dataclass(frozen=True)
+class ClientChecks:
+    """A curl request and a ``vllm bench serve`` line against the endpoint."""
+
+    curl: Optional[str]
+    bench: Optional[str]
+    curl_argv: Optional[tuple[str, ...]]
+    bench_argv: Optional[tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class RecipeRef:
+    id: str
+    title: str
+    model_id: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A composed plan. ``selection`` is the resolved choice (query parameter
+    → value); ``commands`` is empty when ``status`` is ``error`` (then
+    ``blocked_commands`` shows what would not work); ``url`` is the canonical
+    query with ``?`` ("" for the recipe default), ``query`` the same without."""
+
+    recipe: RecipeRef
+    selection: Mapping[str, Any]
+    summary: str
+    install: Install
+    companions: tuple[CompanionProcess, ...]
+    client: ClientChecks
+    status: str
+    commands: tuple[Command, ...]
+    blocked_commands: tuple[Command, ...]
+    notices: tuple[Notice, ...]
+    capacity: tuple[CapacityCheck, ...]
+    verified: bool
+    verification: str
+    url: str
+    query: str
+
+
+@dataclass(frozen=True)
+class Option:
+    """One choice of a page control. ``query`` is the canonical query a click
+    produces; ``reason`` says why a ``disabled`` option cannot be chosen;
+    ``default`` marks the recipe default's choice, ``changed`` one that differs
+    from it, ``effects`` what else a click would switch. The other fields
+    belong to one control: hardware (``group`` = brand, ``gpus``,
+    ``gb_per_node``, ``gb_per_gpu``, ``verified``), variant (``weights_gb``),
+    strategy (``deploy_type``, ``min_gpus``, ``verified``)."""
+
+    id: str
+    label: str
+    description: str
+    selected: bool
+    disabled: bool
+    reason: Optional[str]
+    query: str
+    default: bool = False
+    changed: bool = False
+    effects: str = ""
+    group: Optional[str] = None
+    gpus: Optional[int] = None
+    gb_per_node: Optional[float] = None
+    gb_per_gpu: Optional[int] = None
+    verified: Optional[bool] = None
+    weights_gb: Optional[float] = None
+    deploy_type: Optional[str] = None
+    min_gpus: Optional[int] = None
+
+
+def to_json(value: Any) -> Any:
+    """JSON data of an output value: dataclasses become objects (fields in
+    order; a ``Notice`` drops its unset data fields), tuples become arrays."""
+    if isinstance(value, Notice):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value):
+        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: to_json(v) for k, v in value.items()}
+    return value
