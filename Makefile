@@ -9,10 +9,10 @@ PORT ?= 8000
 .PHONY: serve test build bench clean
 
 serve: .venv/.installed node_modules/.installed
-	$(PY) build.py --serve --port $(PORT)
+	$(PY) build.py --strict --serve --port $(PORT)
 
 build: .venv/.installed node_modules/.installed
-	$(PY) build.py
+	$(PY) build.py --strict
 
 test: .venv/.installed node_modules/.installed chromium
 	$(PY) -m pytest -q

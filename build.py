@@ -40,10 +40,12 @@ from pydantic import ValidationError
 
 from composer.api import compose, compose_page, make_context
 from composer.argv import ArgvError
+from composer import vllm_cli
 from composer.render import environment
 from composer.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths
 from composer.schema import Catalog, Recipe
-from composer.validate import check_recipe_args, check_recipe_references, dump, recipe_json_schema as schema_of_recipes, validate_catalog, validate_recipe
+from composer.checks import check_recipe, load_catalog_checked
+from composer.validate import dump, recipe_json_schema as schema_of_recipes
 
 ROOT = Path(__file__).resolve().parent
 PYODIDE_DIR = ROOT / "node_modules" / "pyodide"
@@ -51,7 +53,7 @@ PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_s
 SNAPSHOT_CACHE = ROOT / ".cache" / "snapshots"
 # The browser gets the composer's pure logic and the renderer; not the modules
 # that read files, validate with pydantic or parse the command line.
-NOT_IN_BROWSER = {"cli.py", "loader.py", "validate.py", "__main__.py"}
+NOT_IN_BROWSER = {"cli.py", "loader.py", "validate.py", "checks.py", "vllm_cli_gen.py", "__main__.py"}
 # Pure-Python packages the browser's renderer needs (pinned in pyproject.toml);
 # MarkupSafe's optional C speedups are left out (a snapshot cannot hold them).
 BROWSER_PACKAGES = ("jinja2", "markupsafe")
@@ -60,70 +62,6 @@ BROWSER_TEMPLATES = ("_macros.html",)
 
 class BuildError(Exception):
     """A build that cannot finish; the message says what to do."""
-
-
-def load_catalog_checked(recipes_dir: Path) -> Catalog:
-    """The validated catalogue (taxonomy, strategies, KV stores); raises
-    RecipeLoadError with every problem found."""
-    cat_data, errors = load_catalog_data(recipes_dir)
-    if not errors:
-        try:
-            return validate_catalog(cat_data)
-        except ValidationError as exc:
-            errors += _validation_errors(exc, "taxonomy.yaml / strategies")
-    raise RecipeLoadError(errors)
-
-
-def load_and_check(recipes_dir: Path, rid: str, path: Path, catalog: Catalog) -> tuple[Recipe | None, list[RecipeError]]:
-    """One recipe, validated against the schema and the catalogue: ``(recipe, [])``
-    or ``(None, errors)`` with every error found in it."""
-    rel = str(path.relative_to(recipes_dir))
-    try:
-        recipe = validate_recipe(load_recipe_data(recipes_dir, rid, path))
-    except RecipeLoadError as exc:
-        return None, exc.errors
-    except ValidationError as exc:
-        return None, _validation_errors(exc, rel)
-    problems = check_references(rid, recipe, catalog, recipes_dir)
-    return (None, problems) if problems else (recipe, [])
-
-
-def validate(recipes_dir: Path, keep_going: bool = False) -> tuple[Catalog, dict[str, Recipe], list[RecipeError]]:
-    """Load and validate the catalogue and every recipe, collecting every problem.
-
-    Returns ``(catalog, good recipes, errors)``. Raises RecipeLoadError with all
-    problems when the catalogue is bad, or when any recipe is bad and
-    ``keep_going`` is False (the default: a bad recipe stops the build).
-    """
-    catalog = load_catalog_checked(recipes_dir)
-    paths = recipe_paths(recipes_dir)
-    if not paths:
-        raise RecipeLoadError([RecipeError("models/", "", "no recipes found (expected models/<org>/<repo>.yaml)")])
-    recipes, errors = {}, []
-    for rid, path in paths.items():
-        recipe, problems = load_and_check(recipes_dir, rid, path, catalog)
-        errors += problems
-        if recipe is not None:
-            recipes[rid] = recipe
-    if errors and not keep_going:
-        raise RecipeLoadError(errors)
-    return catalog, recipes, errors
-
-
-def check_references(rid: str, recipe: Recipe, catalog: Catalog, recipes_dir: Path) -> list[RecipeError]:
-    """Cross-file checks: ids a recipe names must exist, its arg lists must parse
-    without contradicting themselves, and its default plan must compose."""
-    file = f"models/{rid}.yaml"
-    errs = [RecipeError(file, key, message) for key, message in check_recipe_references(recipe, catalog)]
-    errs += [RecipeError(file, key, message) for key, message in check_recipe_args(recipe)]
-    if errs:
-        return errs
-    try:
-        ctx = make_context(rid, recipe, catalog)
-        compose(ctx, "")
-    except ArgvError as exc:
-        errs.append(RecipeError(file, "(args)", str(exc)))
-    return errs
 
 
 def _package_files(name: str) -> list[tuple[Path, str]]:
@@ -140,6 +78,7 @@ def site_python_zip() -> bytes:
     browser part of ``composer``, Jinja2 and MarkupSafe (``.py`` files only) and
     the templates the worker renders (under ``site_templates/``)."""
     files = [(p, f"composer/{p.name}") for p in sorted((ROOT / "composer").glob("*.py")) if p.name not in NOT_IN_BROWSER]
+    files += [(p, f"composer/data/{p.name}") for p in sorted((ROOT / "composer" / "data").glob("*.json"))]
     for pkg in BROWSER_PACKAGES:
         files += _package_files(pkg)
     files += [(ROOT / "site_src" / t, f"site_templates/{t}") for t in BROWSER_TEMPLATES]
@@ -177,7 +116,10 @@ def make_snapshot(python_zip: bytes) -> bytes:
         res = subprocess.run([node, str(script), str(PYODIDE_DIR), str(zip_path), str(out_path)],
                              capture_output=True, text=True, timeout=300)
         if res.returncode != 0 or not out_path.exists():
-            raise BuildError("could not make the Pyodide memory snapshot:\n" + (res.stderr or res.stdout)[-2000:])
+            # Pyodide prints its minified source around an error: keep the Python traceback.
+            text = res.stderr or res.stdout
+            start = max(text.rfind("Traceback (most recent call last)"), text.rfind("Error:"))
+            raise BuildError("could not make the Pyodide memory snapshot:\n" + (text[start:] if start >= 0 else text)[-2000:])
         data = out_path.read_bytes()
     tmp_cached = cached.with_suffix(".tmp")
     tmp_cached.write_bytes(data)
@@ -267,7 +209,7 @@ def _recipe_job(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
 
 def _render_recipe(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
     job = _JOB
-    recipe, problems = load_and_check(job["recipes_dir"], rid, job["paths"][rid], job["catalog"])
+    recipe, problems = check_recipe(job["recipes_dir"], rid, job["paths"][rid], job["catalog"], job["strict"])
     if recipe is None:
         return rid, None, problems
     tmp, runtime = job["tmp"], job["runtime"]
@@ -285,11 +227,14 @@ def _render_recipe(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
                                                          plan_json=script_json(plan), data_url=data_url)
     (tmp / rid).mkdir(parents=True, exist_ok=True)
     (tmp / rid / "index.html").write_text(html)
-    return rid, index_entry(ctx, recipe, plan), []
+    return rid, index_entry(ctx, recipe, plan), problems
 
 
-def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | None = None) -> dict:
-    """Build the whole site into ``out``; returns ``{recipes, out, errors}``.
+def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | None = None, strict: bool = False) -> dict:
+    """Build the whole site into ``out``; returns ``{recipes, out, errors, warnings}``.
+
+    ``warnings`` lists what vLLM's CLI would refuse or ignore in the recipes
+    (``composer.validate.lint_recipe``); with ``strict`` those are errors.
 
     Recipes are validated and rendered in ``jobs`` worker processes (default:
     one per CPU). Raises RecipeLoadError (bad recipes, unless ``keep_going``;
@@ -318,14 +263,15 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         (tmp / "schema" / "recipe.schema.json").write_text(json.dumps(recipe_schema(), indent=1))
         (tmp / SITE_MARKER).write_text("Built by build.py; this directory is replaced by the next build.\n")
         runtime["catalog"] = f"data/catalog.json?h={_short_hash(catalog_text)}"
-        _JOB.update(recipes_dir=recipes_dir, paths=paths, catalog=catalog, tmp=tmp, runtime=runtime, env=env)
+        _JOB.update(recipes_dir=recipes_dir, paths=paths, catalog=catalog, tmp=tmp, runtime=runtime, env=env, strict=strict)
         jobs = jobs or os.cpu_count() or 1
         if jobs > 1 and len(paths) >= 8:
             with multiprocessing.get_context("fork").Pool(jobs) as pool:
                 results = pool.map(_recipe_job, list(paths), chunksize=4)
         else:
             results = [_recipe_job(rid) for rid in paths]
-        errors = [e for _, _, errs in results for e in errs]
+        errors = [e for _, _, errs in results for e in errs if e.level == "error"]
+        warnings = [e for _, _, errs in results for e in errs if e.level != "error"]
         if errors and not keep_going:
             raise RecipeLoadError(errors)
         entries = sorted((entry for _, entry, _ in results if entry is not None), key=lambda e: e["title"].lower())
@@ -348,7 +294,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         raise
     finally:
         _JOB.clear()
-    return {"recipes": len(entries), "out": str(out), "errors": errors}
+    return {"recipes": len(entries), "out": str(out), "errors": errors, "warnings": warnings}
 
 
 SITE_MARKER = ".vllm-recipes-site"
@@ -399,11 +345,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep-going", action="store_true",
                     help="build the good recipes even if some are bad (bad ones are reported and left out)")
     ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per CPU)")
+    ap.add_argument("--strict", action="store_true",
+                    help="what vLLM's CLI would refuse or ignore is an error, not a warning (for recipes you own)")
     ap.add_argument("--serve", action="store_true", help="serve the built site at http://127.0.0.1:PORT/")
     ap.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     args = ap.parse_args(argv)
     try:
-        summary = build(args.recipes, args.out, keep_going=args.keep_going, jobs=args.jobs)
+        summary = build(args.recipes, args.out, keep_going=args.keep_going, jobs=args.jobs, strict=args.strict)
     except RecipeLoadError as exc:
         print(f"build failed: {len(exc.errors)} problem(s) in {args.recipes}:", file=sys.stderr)
         for e in exc.errors:
@@ -412,6 +360,11 @@ def main(argv: list[str] | None = None) -> int:
     except BuildError as exc:
         print(f"build failed: {exc}", file=sys.stderr)
         return 1
+    for e in summary["warnings"]:
+        print(f"  {e}", file=sys.stderr)
+    if summary["warnings"]:
+        print(f"{len(summary['warnings'])} warning(s): commands vLLM {vllm_cli.VERSION} would refuse or ignore "
+              "(shown on the pages as notices)", file=sys.stderr)
     for e in summary["errors"]:
         print(f"  skipped: {e}", file=sys.stderr)
     print(f"built {summary['recipes']} recipe page(s) into {summary['out']}"

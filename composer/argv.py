@@ -16,20 +16,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-# Short aliases vLLM's argument parser accepts (vllm/engine/arg_utils.py).
-SHORT_ALIASES = {
-    "tp": "tensor-parallel-size",
-    "pp": "pipeline-parallel-size",
-    "dp": "data-parallel-size",
-    "dpl": "data-parallel-size-local",
-    "dpa": "data-parallel-address",
-    "dpp": "data-parallel-rpc-port",
-    "dpr": "data-parallel-start-rank",
-    "dcp": "decode-context-parallel-size",
-    "q": "quantization",
-    "O": "compilation-config",
-    "ep": "enable-expert-parallel",
-}
+from composer import vllm_cli
 
 _FLAG_RE = re.compile(r"^--?[A-Za-z][A-Za-z0-9_.\-]*(=.*)?$", re.S)
 _NUMBER_RE = re.compile(r"^-\d+(\.\d+)?([eE][-+]?\d+)?$")
@@ -47,14 +34,21 @@ def is_flag_token(token: str) -> bool:
 def canonical_name(flag: str) -> tuple[str, bool | None]:
     """Map a flag token (without ``=value``) to ``(canonical name, boolean sense)``.
 
-    ``--no-enable-x`` → ``("enable-x", False)``; ``--enable-x`` → ``("enable-x", None)``
-    (the caller decides whether a value follows); ``-tp`` → ``("tensor-parallel-size", None)``.
+    Spellings resolve exactly as vLLM's parser resolves them (the table of
+    ``composer.vllm_cli``, generated from the pinned release): ``--no-enable-x``
+    → ``("enable-x", False)``; ``--enable-x`` → ``("enable-x", None)`` (the
+    caller decides whether a value follows); ``-tp`` →
+    ``("tensor-parallel-size", None)``; ``-cc.a.b`` → ``("compilation-config.a.b", None)``.
+    A short spelling vLLM does not accept is kept as written (``-xyz``), never
+    rewritten into a long one, so the lint reports it; an unknown long option
+    keeps its name (dashes for underscores) and is reported too.
     """
-    if flag.startswith("--"):
-        name = flag[2:]
-    else:
-        short = flag[1:]
-        name = SHORT_ALIASES.get(short, short)
+    known, sense = vllm_cli.canonical(flag)
+    if known is not None:
+        return known, sense
+    if not flag.startswith("--"):
+        return flag, None
+    name = flag[2:]
     # Dotted sub-keys (--attention-config.backend=x) keep their dots.
     head, dot, tail = name.partition(".")
     head = head.replace("_", "-")
@@ -77,7 +71,10 @@ class Unit:
     enabled: bool = True
 
     def tokens(self) -> list[str]:
-        """The argv tokens of this unit in canonical spelling."""
+        """The argv tokens of this unit in canonical spelling (a spelling vLLM
+        does not know, ``-xyz``, as written)."""
+        if self.key.startswith("-"):
+            return [self.key] if self.value is None else [self.key, self.value]
         if self.value is None:
             return ["--" + self.key if self.enabled else "--no-" + self.key]
         return ["--" + self.key, self.value]
@@ -123,6 +120,10 @@ def _parse_tokens(tokens: list[str]) -> list[Unit]:
                 f"{tok!r} is not a flag and does not follow one "
                 f"(write values right after their flag, e.g. '--flag', 'value')"
             )
+        if re.match(r"^-O=?[0-9a-z]", tok):  # vLLM's parser: -O3 / -O=3 is --optimization-level 3
+            units.append(Unit("optimization-level", tok[2:].lstrip("=")))
+            i += 1
+            continue
         flag, eq, inline = tok.partition("=")
         name, sense = canonical_name(flag)
         if eq:

@@ -1,9 +1,12 @@
-"""``python -m composer RECIPE_ID [--query QUERY] [--json] [--explain] [--recipes DIR]``.
+"""``python -m composer RECIPE_ID [--query QUERY] [--json] [--explain] [--recipes DIR]``
+and ``python -m composer check [DIR] [--strict]``.
 
-A thin layer over one API call (``composer.api.compose``): load the recipes
-directory, compose, print. Exit status 0 for a plan without errors, 1 for a plan
-whose notices hold an error (e.g. the weights do not fit), 2 for bad input
-(unknown recipe, unreadable or invalid recipe files).
+Thin layers over library calls: ``composer.checks`` (the very checks the build
+runs) then ``composer.api.compose``. Exit status 0 for a plan without errors,
+1 for a plan whose notices hold an error (e.g. the weights do not fit), 2 for
+bad input (unknown recipe, unreadable or invalid recipe files: the same
+problems, with file and key path, that make the build refuse the recipe).
+``check`` prints every problem of every recipe and exits 2 if any is an error.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from pathlib import Path
 
 from composer.api import compose, make_context
 from composer.argv import ArgvError
-from composer.loader import RecipeLoadError, load_catalog, load_recipe
+from composer.checks import check_recipe, load_catalog_checked, validate
+from composer.loader import RecipeError, RecipeLoadError, recipe_paths
 
 DEFAULT_RECIPES = Path(__file__).resolve().parent.parent / "recipes"
 
@@ -48,7 +52,28 @@ def render_text(plan: dict, explain: bool = False) -> str:
     return "\n".join(out)
 
 
+def check_main(argv: list[str]) -> int:
+    """``python -m composer check [DIR] [--strict]``: every problem of every recipe."""
+    ap = argparse.ArgumentParser(prog="python -m composer check",
+                                 description="Check a recipes directory exactly as the build does.")
+    ap.add_argument("recipes", nargs="?", type=Path, default=DEFAULT_RECIPES)
+    ap.add_argument("--strict", action="store_true", help="what vLLM's CLI would refuse or ignore is an error")
+    args = ap.parse_args(argv)
+    try:
+        _, recipes, problems = validate(args.recipes, keep_going=True, strict=args.strict)
+    except RecipeLoadError as exc:
+        problems, recipes = exc.errors, {}
+    for p in problems:
+        print(p)
+    errors = sum(1 for p in problems if p.level == "error")
+    print(f"{len(recipes)} recipe(s) checked: {errors} error(s), {len(problems) - errors} warning(s)")
+    return 2 if errors else 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["check"]:
+        return check_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m composer", description="Compose vLLM launch commands from a recipe.")
     ap.add_argument("recipe_id", help="recipe id, e.g. moonshotai/Kimi-K3")
     ap.add_argument("--query", default="", help="page query, e.g. 'hardware=h200&nodes=2&strategy=multi_node_tp'")
@@ -57,7 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recipes", type=Path, default=DEFAULT_RECIPES, help="recipes directory (default: recipes/)")
     args = ap.parse_args(argv)
     try:
-        ctx = make_context(args.recipe_id, load_recipe(args.recipes, args.recipe_id), load_catalog(args.recipes))
+        catalog = load_catalog_checked(args.recipes)
+        path = recipe_paths(args.recipes).get(args.recipe_id)
+        if path is None:
+            raise RecipeLoadError([RecipeError(f"models/{args.recipe_id}.yaml", "", "no such recipe")])
+        recipe, problems = check_recipe(args.recipes, args.recipe_id, path, catalog)
+        if recipe is None:
+            raise RecipeLoadError([p for p in problems if p.level == "error"])
+        ctx = make_context(args.recipe_id, recipe, catalog)
         plan = compose(ctx, args.query)
     except RecipeLoadError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,5 +1,5 @@
-"""One-line explanations: of each control group (seed article) and of common
-vLLM flags (vLLM's engine-argument docs), shown on demand on the page."""
+"""Explanations shown on demand on the page: of each control group (seed
+article), and of vLLM's flags (vLLM's own help text, from its release)."""
 
 from __future__ import annotations
 
@@ -19,44 +19,10 @@ GROUPS = {
     "install": ("Run with", "Show the commands for a pip install on the host, or wrapped in the vLLM container (host networking for multi-node)."),
 }
 
-FLAGS = {
-    "tensor-parallel-size": "Split every layer across this many GPUs (TP); all of them compute each token together.",
-    "pipeline-parallel-size": "Split the layers into this many consecutive stages (PP), usually one per node.",
-    "data-parallel-size": "Number of model replicas (DP ranks) serving different requests.",
-    "data-parallel-size-local": "DP ranks started on this node.",
-    "data-parallel-address": "Address of the DP coordinator (the head node).",
-    "data-parallel-rpc-port": "Port of the DP coordinator.",
-    "data-parallel-start-rank": "First global DP rank on this node.",
-    "data-parallel-hybrid-lb": "Every node runs its own API server and balances over its local ranks.",
-    "enable-expert-parallel": "Spread MoE experts over the ranks (EP) instead of splitting each expert.",
-    "nnodes": "Number of nodes in the distributed group.",
-    "node-rank": "This node's rank in the group (0 = head).",
-    "master-addr": "Address of the head node for the torch.distributed rendezvous.",
-    "headless": "Run engine workers only, no API server (followers of a multi-node group).",
-    "gpu-memory-utilization": "Share of each GPU's memory vLLM may use for weights, activations and KV cache.",
-    "max-model-len": "Longest context (prompt + output) accepted; 'auto' lets vLLM fit it to the free KV cache.",
-    "max-num-seqs": "Most sequences processed concurrently per engine step.",
-    "max-num-batched-tokens": "Most tokens scheduled per engine step (chunked prefill budget).",
-    "kv-cache-dtype": "Data type of the KV cache (fp8 halves its memory).",
-    "attention-backend": "Attention kernel implementation.",
-    "attention-config": "Attention options as JSON (e.g. the MLA prefill backend).",
-    "moe-backend": "MoE kernel implementation.",
-    "trust-remote-code": "Allow the model repository's own Python code.",
-    "enable-auto-tool-choice": "Let the model decide when to call tools.",
-    "tool-call-parser": "Parser that turns model output into tool calls.",
-    "reasoning-parser": "Parser that separates reasoning content from the answer.",
-    "speculative-config": "Speculative decoding: draft model or method and tokens proposed per step, as JSON.",
-    "language-model-only": "Skip the vision encoder: text-only serving.",
-    "kv-transfer-config": "KV connector (P/D transfer or KV offload) as JSON.",
-    "enable-prefix-caching": "Reuse KV cache of shared prompt prefixes.",
-    "port": "HTTP port of the API server.",
-    "compilation-config": "torch.compile and CUDA graph options as JSON.",
-    "load-format": "How weights are loaded from disk.",
-    "decode-context-parallel-size": "Shard the decode KV cache across TP ranks (DCP).",
-    "hf-overrides": "Override values of the model's Hugging Face config.",
-}
-
-
 def flag_help(name: str) -> str:
-    """One line about flag ``name`` (canonical, without dashes), or ""."""
-    return FLAGS.get(name, "")
+    """vLLM's own one-paragraph help for option ``name`` (canonical, without
+    dashes; a dotted ``--x.y`` gets the help of ``--x``), from the table
+    generated from the pinned vLLM release (``composer.vllm_cli``), or ""."""
+    from composer import vllm_cli
+
+    return vllm_cli.help_text(name.split(".", 1)[0])

@@ -42,14 +42,17 @@ _LOADER = _UniqueKeyLoader
 
 @dataclass
 class RecipeError:
-    """One problem in one file: ``file``, dotted key path ``key`` and ``message``."""
+    """One problem in one file: ``file``, dotted key path ``key``, ``message``
+    and ``level`` (``error``: the recipe is refused; ``warning``: it builds)."""
 
     file: str
     key: str
     message: str
+    level: str = "error"
 
     def __str__(self) -> str:
-        return f"{self.file}: {self.key or '(top level)'}: {self.message}"
+        tag = "warning: " if self.level == "warning" else ""
+        return f"{self.file}: {self.key or '(top level)'}: {tag}{self.message}"
 
 
 class RecipeLoadError(Exception):

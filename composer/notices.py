@@ -50,7 +50,8 @@ class Notices:
         """Add a notice (a second one with the same code and message is dropped);
         ``old``/``new`` are stored as strings."""
         assert level in LEVELS, level
-        message = message[:1].upper() + message[1:]
+        if not message.startswith("vLLM"):  # a proper name keeps its case
+            message = message[:1].upper() + message[1:]
         self._items.setdefault((code, message), Notice(
             level, code, message, subject, None if old is None else str(old), None if new is None else str(new), reason))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from composer import run_forms as run
+from composer import vllm_cli
 from composer.argv import ArgvError, Entry, Source, flag_value
 from composer.canonical import canonical_request
 from composer.context import RecipeContext
@@ -52,7 +53,7 @@ def source_label(ctx: RecipeContext, src: Source) -> str:
 
 def _provenance(argv_entries: list[Entry], env) -> tuple[tuple[FlagSource, ...], tuple[EnvSource, ...]]:
     flags = tuple(FlagSource(
-        flag="--" + e.unit.key if e.unit.value is not None or e.unit.enabled else "--no-" + e.unit.key,
+        flag=e.unit.tokens()[0],
         name=e.unit.key, help=flag_help(e.unit.key), value=e.unit.value, layer=e.source.layer, key=e.source.key,
         replaced=tuple(Replaced(u.value if u.value is not None else ("on" if u.enabled else "off"), s.layer, s.key)
                        for u, s in e.replaced),
@@ -82,6 +83,20 @@ def _replacement_notices(ctx: RecipeContext, entries: list[Entry], notices: Noti
                             f"{source_label(ctx, src)} {flag} {old_v} was replaced by {source_label(ctx, dst)}'s {new_v}{where}.")
 
 
+def _vllm_notices(entries: list[Entry], env: dict[str, str], notices: Notices) -> None:
+    """What vLLM itself would refuse or ignore in this command, checked against
+    its CLI table (``composer.vllm_cli``): a warning notice per finding. Our own
+    recipes compose none (tests); recipes of others may."""
+    findings = vllm_cli.check_command((e.unit.key, e.unit.value, e.unit.enabled) for e in entries)
+    omni = any(e.unit.key == "omni" for e in entries)
+    for name in env:
+        if not (omni and name.startswith("VLLM_OMNI_")):  # vLLM-Omni's own variables
+            findings += vllm_cli.check_env(name)
+    for f in findings:
+        code = "vllm-rejects" if f.level == "error" else "vllm-warns"
+        notices.add("warning", code, f.sentence(), subject=f.flag, reason=f.message)
+
+
 def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, extra_env: dict | None = None) -> Command:
     argv_b, env_b, removed = compose_layers(ctx, sel, spec, lay)
     if extra_env:
@@ -96,6 +111,7 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
                     f"{feature_label(ctx, fid)} is off, so {entry.unit.display()} from {source_label(ctx, entry.source)} was removed.")
     entries = argv_b.entries()
     _replacement_notices(ctx, entries, notices, "")
+    _vllm_notices(entries, env_b.values(), notices)
     model = ctx.model_id(sel.variant, sel.task)
     argv = ["vllm", "serve", model] + argv_b.tokens()
     env = env_b.values()

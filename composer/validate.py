@@ -164,3 +164,80 @@ def check_recipe_references(recipe: Recipe, catalog: Catalog) -> list[tuple[str,
         for k in mapping:
             need(f"{prefix}.{k}", k, hw_keys, "hardware id, generation, brand or 'default'")
     return out
+
+
+def env_maps(recipe: Recipe):
+    """Yield ``(key path, env mapping)`` for every environment block a recipe declares."""
+    yield "model.base_env", recipe.model.base_env
+    for vid, v in recipe.variants.items():
+        yield f"variants.{vid}.extra_env", v.extra_env
+        for hk, b in v.hardware_overrides.items():
+            yield f"variants.{vid}.hardware_overrides.{hk}.extra_env", b.extra_env
+    for hk, b in recipe.hardware_overrides.items():
+        yield f"hardware_overrides.{hk}.extra_env", b.extra_env
+    for sid, so in recipe.strategy_overrides.items():
+        yield f"strategy_overrides.{sid}.env", so.env
+        yield f"strategy_overrides.{sid}.extra_env", so.extra_env
+        for hk, b in so.hardware_overrides.items():
+            yield f"strategy_overrides.{sid}.hardware_overrides.{hk}.extra_env", b.extra_env
+        for role in ("prefill", "decode"):
+            r = getattr(so, role)
+            if r is not None:
+                yield f"strategy_overrides.{sid}.{role}.env", r.env
+
+
+def lint_recipe(recipe: Recipe) -> list[tuple[str, str, str]]:
+    """``(key path, message, level)`` for what vLLM's CLI (``composer.vllm_cli``,
+    the pinned release) would refuse or ignore in a recipe's arg lists and env:
+    unknown options and spellings, values missing, given to a switch, outside
+    the choices or of the wrong type, JSON that does not parse or does not fit
+    its config, quotes or flags inside one argv element, ``--model`` in args,
+    deprecated options, unknown ``VLLM_*`` variables, and a tool-calling
+    feature whose parser comes without ``--enable-auto-tool-choice``. Levels:
+    ``error`` where vLLM refuses to start, ``warning`` otherwise."""
+    from composer import vllm_cli
+
+    omni = recipe.omni is not None or "omni" in recipe.meta.tasks
+    out = []
+    for key, tokens in arg_lists(recipe):
+        if not tokens:
+            continue
+        try:
+            units = parse_tokens(list(tokens))
+        except ArgvError:
+            continue  # reported by check_recipe_args
+        for u in units:
+            for f in vllm_cli.check_unit(u.key, u.value, u.enabled, omni):
+                out.append((key, f.sentence(), f.level))
+            if u.key == "model":
+                out.append((key, "--model does not belong in the args: vllm serve takes the model as its first "
+                                 "argument (model.model_id or the variant's model_id)", "error"))
+    for fid, feature in recipe.features.items():
+        if "tool" not in fid and "tool" not in feature.label.lower():
+            continue
+        for key, tokens in _feature_arg_sets(fid, feature):
+            try:
+                names = {u.key for u in parse_tokens(list(tokens))}
+            except ArgvError:
+                continue
+            if "tool-call-parser" in names and "enable-auto-tool-choice" not in names:
+                out.append((key, "a tool-call parser without --enable-auto-tool-choice: vLLM then refuses requests "
+                                 "with tool_choice \"auto\", which a tool-calling feature promises", "warning"))
+    for key, env in env_maps(recipe):
+        for name in env:
+            if omni and name.startswith("VLLM_OMNI_"):
+                continue  # vLLM-Omni's own variables
+            for f in vllm_cli.check_env(name):
+                out.append((f"{key}.{name}", f.sentence(), f.level))
+    return out
+
+
+def _feature_arg_sets(fid: str, feature):
+    if feature.args:
+        yield f"features.{fid}.args", feature.args
+    for hk, b in feature.hardware_overrides.items():
+        if b.args:
+            yield f"features.{fid}.hardware_overrides.{hk}.args", b.args
+    for mk, m in (feature.modes or {}).items():
+        if m.args:
+            yield f"features.{fid}.modes.{mk}.args", m.args

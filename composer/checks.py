@@ -1,0 +1,98 @@
+"""Recipe checking as one library call: the build, ``python -m composer check``
+and the CLI's compose command run exactly these checks, so nothing the build
+refuses composes on the command line.
+
+* ``load_catalog_checked``: the taxonomy, strategies and KV stores;
+* ``check_recipe``: one recipe against the schema (pydantic), the catalogue
+  (ids it names), its own arg lists (parse, no contradiction), a composed
+  default plan, and vLLM's CLI (warnings);
+* ``validate``: every recipe of a directory.
+
+Every problem is a ``RecipeError`` with file, key path, message and level.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from composer.api import compose, make_context
+from composer.argv import ArgvError
+from composer.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths
+from composer.schema import Catalog, Recipe
+from composer.validate import check_recipe_args, check_recipe_references, lint_recipe, validate_catalog, validate_recipe
+
+
+def load_catalog_checked(recipes_dir: Path) -> Catalog:
+    """The validated catalogue (taxonomy, strategies, KV stores); raises
+    RecipeLoadError with every problem found."""
+    cat_data, errors = load_catalog_data(recipes_dir)
+    if not errors:
+        try:
+            return validate_catalog(cat_data)
+        except ValidationError as exc:
+            errors += _validation_errors(exc, "taxonomy.yaml / strategies")
+    raise RecipeLoadError(errors)
+
+
+def check_recipe(recipes_dir: Path, rid: str, path: Path, catalog: Catalog, strict: bool = False) -> tuple[Recipe | None, list[RecipeError]]:
+    """One recipe, validated against the schema and the catalogue and linted
+    against vLLM's CLI: ``(recipe, warnings)``, or ``(None, problems)`` when
+    any problem is an error. Every problem names the file and key path."""
+    rel = str(path.relative_to(recipes_dir))
+    try:
+        recipe = validate_recipe(load_recipe_data(recipes_dir, rid, path))
+    except RecipeLoadError as exc:
+        return None, exc.errors
+    except ValidationError as exc:
+        return None, _validation_errors(exc, rel)
+    problems = check_references(rid, recipe, catalog, recipes_dir, strict)
+    if any(p.level == "error" for p in problems):
+        return None, problems
+    return recipe, problems
+
+
+def validate(recipes_dir: Path, keep_going: bool = False, strict: bool = False) -> tuple[Catalog, dict[str, Recipe], list[RecipeError]]:
+    """Load and validate the catalogue and every recipe, collecting every problem.
+
+    Returns ``(catalog, good recipes, problems)`` (warnings, and with
+    ``keep_going`` the errors of the recipes left out). Raises RecipeLoadError with all
+    problems when the catalogue is bad, or when any recipe is bad and
+    ``keep_going`` is False (the default: a bad recipe stops the build).
+    """
+    catalog = load_catalog_checked(recipes_dir)
+    paths = recipe_paths(recipes_dir)
+    if not paths:
+        raise RecipeLoadError([RecipeError("models/", "", "no recipes found (expected models/<org>/<repo>.yaml)")])
+    recipes, problems = {}, []
+    for rid, path in paths.items():
+        recipe, found = check_recipe(recipes_dir, rid, path, catalog, strict)
+        problems += found
+        if recipe is not None:
+            recipes[rid] = recipe
+    errors = [p for p in problems if p.level == "error"]
+    if errors and not keep_going:
+        raise RecipeLoadError(errors)
+    return catalog, recipes, problems
+
+
+def check_references(rid: str, recipe: Recipe, catalog: Catalog, recipes_dir: Path, strict: bool = False) -> list[RecipeError]:
+    """Cross-file checks: ids a recipe names must exist, its arg lists must parse
+    without contradicting themselves, and its default plan must compose
+    (errors); then what vLLM's CLI would refuse or ignore (``lint_recipe``:
+    warnings, since recipes of others are real data we do not own; errors
+    with ``strict``, as for this project's own recipes)."""
+    file = f"models/{rid}.yaml"
+    errs = [RecipeError(file, key, message) for key, message in check_recipe_references(recipe, catalog)]
+    errs += [RecipeError(file, key, message) for key, message in check_recipe_args(recipe)]
+    if errs:
+        return errs
+    level = "error" if strict else "warning"
+    errs += [RecipeError(file, key, message, level) for key, message, _ in lint_recipe(recipe)]
+    try:
+        ctx = make_context(rid, recipe, catalog)
+        compose(ctx, "")
+    except ArgvError as exc:
+        errs.append(RecipeError(file, "(args)", str(exc)))
+    return errs
