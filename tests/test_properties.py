@@ -106,6 +106,9 @@ def _check_plan(plan: dict, query: str) -> None:
         assert plan["blocked_commands"] and not plan["commands"]
         assert any(n["level"] == "error" for n in plan["notices"])
 
+    # (f) nothing in it that vLLM's CLI (the pinned release) would refuse or ignore
+    assert not [n for n in plan["notices"] if n["code"].startswith("vllm-")], plan["notices"]
+
     for cmd in _all_commands(plan):
         # (a) the shell text is the argv
         assert shlex.split(cmd["command"].replace("\\\n", "")) == cmd["argv"], cmd["command"]
