@@ -194,7 +194,9 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
             scopes.append((f"strategy_overrides.{sid}.{pool}.hardware_overrides", role_so.hardware_overrides))
     for prefix, blocks in scopes:
         for key, block in lookup_blocks(blocks, hw_id, hw):
-            argv.add_tokens(list(block.extra_args) + list(block.args), Source("hardware", f"{prefix}.{key}.extra_args"))
+            # Each list under its own key path (the lint and Explain name the same one).
+            argv.add_tokens(block.extra_args, Source("hardware", f"{prefix}.{key}.extra_args"))
+            argv.add_tokens(block.args, Source("hardware", f"{prefix}.{key}.args"))
             env.add(block.extra_env, Source("hardware", f"{prefix}.{key}.extra_env"))
     # 5 advanced
     knobs = {k.id: k for k in ctx.advanced_knobs(sid)}

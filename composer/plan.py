@@ -46,7 +46,7 @@ def source_label(ctx: RecipeContext, src: Source) -> str:
     if src.layer == "advanced":
         return "Advanced"
     if src.layer in ("hardware", "strategy", "base", "variant"):
-        key = src.key.rsplit(".", 1)[0] if src.key.endswith(("extra_args", "vllm_args", "base_args")) else src.key
+        key = src.key.rsplit(".", 1)[0] if src.key.endswith("args") else src.key
         return f"{LAYER_LABELS[src.layer]} ({key})"
     return LAYER_LABELS.get(src.layer, src.layer)
 

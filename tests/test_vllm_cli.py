@@ -225,3 +225,12 @@ def test_every_reachable_plan_of_our_recipes_passes_the_table():
             view = compose_page(ctx, query)
             assert not [n for n in view["notices"] if n["code"].startswith("vllm-")], (rid, query)
             frontier += [o["query"] for items in view["options"].values() for o in items if not o["disabled"]]
+
+
+def test_explain_names_the_key_path_the_lint_uses(tmp_path):
+    recipes = _recipes(tmp_path, lambda d: d["hardware_overrides"].setdefault("hopper", {}).update(args=["--kv-cache-dtype", "fp9"]))
+    recipe, problems = _findings(recipes, strict=False)
+    assert [p.key for p in problems] == ["hardware_overrides.hopper.args"]
+    plan = compose(make_context(K3, recipe, load_catalog(recipes)), "hardware=h200")
+    (f,) = [f for f in plan["commands"][0]["provenance"] if f["name"] == "kv-cache-dtype"]
+    assert f["key"] == "hardware_overrides.hopper.args"
