@@ -192,10 +192,11 @@ class RecipeContext:
         return self.variant(variant_id).model_id or self.recipe.model.model_id
 
     def fits_one_node(self, hw_id: str, variant_id: str, util: float = ASSUMED_GPU_UTIL) -> bool:
-        """Whether one node holds the weights at ``util`` (default: vLLM's 0.9,
-        before the recipe's own value is known)."""
+        """Whether one node's HBM holds the weights (``vram_minimum_gb`` includes
+        headroom, so no utilization is applied on top; ``util`` is accepted for
+        callers that pass the value in force and is not needed for this test)."""
         weights = self.weights_gb(variant_id, None, hw_id)
-        return weights is None or weights <= self.hw(hw_id).vram_gb * util
+        return weights is None or weights <= self.hw(hw_id).vram_gb
 
     # ----- strategies -----------------------------------------------------
     def strategy(self, sid: str) -> Strategy:
@@ -263,22 +264,18 @@ class RecipeContext:
         gpus = self.floor_gpus(key, hw_id)
         return max(1, math.ceil(gpus / self.hw(hw_id).gpu_count)) if gpus else 1
 
-    def single_node_tp(self, hw_id: str, variant_id: str, util: float = 0.9) -> int:
-        """TP of ``single_node_tp`` (semantics §4.1): ``variants.<v>.tp``, then
-        ``strategy_overrides.single_node_tp.tp``, then a ``--tensor-parallel-size``
-        the recipe's hardware overrides give for this hardware (all capped at the
-        node's GPUs); else 1 if the weights fit one GPU at ``util`` (the
-        gpu-memory-utilization in force), else every GPU of the node."""
+    def recipe_tp(self, hw_id: str, variant_id: str) -> int | None:
+        """The single-node TP the recipe gives for ``hw_id``: ``variants.<v>.tp``,
+        then ``strategy_overrides.single_node_tp.tp``, then a
+        ``--tensor-parallel-size`` of its hardware overrides; capped at the
+        node's GPUs (not on CPU profiles). None when it gives none."""
         hw = self.hw(hw_id)
         for raw in (self.variant(variant_id).tp, getattr(self.recipe.strategy_overrides.get("single_node_tp"), "tp", None),
                     self.hardware_override_tp(hw_id, variant_id)):
             v = hw_value(raw, hw_id, hw)
             if v and v > 0:
                 return int(v) if hw.gen == "cpu" else min(int(v), hw.gpu_count)
-        weights = self.weights_gb(variant_id)
-        if weights is None or not hw.vram_gb:
-            return hw.gpu_count
-        return 1 if weights <= hw.gb_per_gpu * util else hw.gpu_count
+        return None
 
     @_memo
     def hardware_override_tp(self, hw_id: str, variant_id: str) -> int | None:

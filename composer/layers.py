@@ -161,43 +161,48 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
     # 2 variant
     argv.add_tokens(variant.extra_args, Source("variant", f"{vkey}.extra_args"))
     env.add(variant.extra_env, Source("variant", f"{vkey}.extra_env"))
-    # 3 strategy
+    # 3 strategy: the strategy's template args and the computed topology
     skey = f"strategies/{sid}"
-    if pool:
-        role = getattr(strat, pool)
-        role_so = getattr(so, pool, None) if so else None
-        if role is not None:
-            argv.add_tokens(role.vllm_args, Source("strategy", f"{skey}.{pool}.vllm_args"))
-            env.add(role.env, Source("strategy", f"{skey}.{pool}.env"))
-    else:
+    role = getattr(strat, pool) if pool else None
+    role_so = getattr(so, pool, None) if (so is not None and pool) else None
+    if not pool:
         argv.add_tokens(strat.vllm_args, Source("strategy", f"{skey}.vllm_args"))
         env.add(strat.env, Source("strategy", f"{skey}.env"))
     if spec is not None:
         argv.add(list(spec.topology), Source("strategy", f"{TOPOLOGY_SOURCE} of {spec.role} node {spec.rank}"))
     if sid == "omni":
         _omni_layer(ctx, sel, argv)
+    # 4 hardware, recipe-wide: recipe and variant blocks, least → most specific.
+    # A strategy-level block that declares args for the same key replaces the
+    # recipe-level one for this strategy (issue 10: written to drop a flag).
+    replaced = {k for k, b in (so.hardware_overrides.items() if so is not None else ()) if b.extra_args or b.args}
+    for prefix, blocks in (("hardware_overrides", r.hardware_overrides), (f"{vkey}.hardware_overrides", variant.hardware_overrides)):
+        for key, block in lookup_blocks(blocks, hw_id, hw):
+            if prefix == "hardware_overrides" and key in replaced:
+                continue
+            _hardware_block(argv, env, f"{prefix}.{key}", block)
+    # ... then what is specific to this strategy and P/D role wins over them:
+    # the role's template args, the recipe's strategy and role overrides, and
+    # their hardware blocks (a decode pool's --no-enable-prefix-caching is not
+    # undone by the recipe's Blackwell block).
+    if role is not None:
+        argv.add_tokens(role.vllm_args, Source("strategy", f"{skey}.{pool}.vllm_args"))
+        env.add(_gate_env(ctx, hw_id, role.env, f"{skey}.{pool}.env"), Source("strategy", f"{skey}.{pool}.env"))
     if so is not None:
         okey = f"strategy_overrides.{sid}"
         argv.add_tokens(so.extra_args, Source("strategy", f"{okey}.extra_args"))
         argv.add_tokens(so.vllm_args, Source("strategy", f"{okey}.vllm_args"))
         env.add(so.env, Source("strategy", f"{okey}.env"))
         env.add(so.extra_env, Source("strategy", f"{okey}.extra_env"))
-        if pool and role_so is not None:
+        if role_so is not None:
             argv.add_tokens(role_so.extra_args, Source("strategy", f"{okey}.{pool}.extra_args"))
             argv.add_tokens(role_so.vllm_args, Source("strategy", f"{okey}.{pool}.vllm_args"))
             env.add(role_so.env, Source("strategy", f"{okey}.{pool}.env"))
-    # 4 hardware: recipe, variant, strategy override, P/D role; each least → most specific
-    scopes = [("hardware_overrides", r.hardware_overrides), (f"{vkey}.hardware_overrides", variant.hardware_overrides)]
-    if so is not None:
-        scopes.append((f"strategy_overrides.{sid}.hardware_overrides", so.hardware_overrides))
-        if pool and role_so is not None:
-            scopes.append((f"strategy_overrides.{sid}.{pool}.hardware_overrides", role_so.hardware_overrides))
-    for prefix, blocks in scopes:
-        for key, block in lookup_blocks(blocks, hw_id, hw):
-            # Each list under its own key path (the lint and Explain name the same one).
-            argv.add_tokens(block.extra_args, Source("hardware", f"{prefix}.{key}.extra_args"))
-            argv.add_tokens(block.args, Source("hardware", f"{prefix}.{key}.args"))
-            env.add(block.extra_env, Source("hardware", f"{prefix}.{key}.extra_env"))
+        for key, block in lookup_blocks(so.hardware_overrides, hw_id, hw):
+            _hardware_block(argv, env, f"{okey}.hardware_overrides.{key}", block)
+        if role_so is not None:
+            for key, block in lookup_blocks(role_so.hardware_overrides, hw_id, hw):
+                _hardware_block(argv, env, f"{okey}.{pool}.hardware_overrides.{key}", block)
     # 5 advanced
     knobs = {k.id: k for k in ctx.advanced_knobs(sid)}
     for aid in sel.advanced:
@@ -244,6 +249,27 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
     return argv, env, removed
 
 
+def _hardware_block(argv: ArgvBuilder, env: EnvBuilder, prefix: str, block) -> None:
+    """One hardware block; each list under its own key path (the lint and
+    Explain name the same one)."""
+    argv.add_tokens(block.extra_args, Source("hardware", f"{prefix}.extra_args"))
+    argv.add_tokens(block.args, Source("hardware", f"{prefix}.args"))
+    env.add(block.extra_env, Source("hardware", f"{prefix}.extra_env"))
+
+
+MNNVL_ENV = frozenset({"NCCL_MNNVL_ENABLE", "NCCL_NVLS_ENABLE", "NCCL_CUMEM_ENABLE", "UCX_NET_DEVICES"})
+"""Tuning for multi-node NVLink domains (GB200/GB300 NVL trays) that P/D
+templates carry for every node; elsewhere it is dropped (``_gate_env``)."""
+
+
+def _gate_env(ctx: RecipeContext, hw_id: str, env, key: str) -> dict:
+    """A P/D template's env without the multi-node-NVLink tuning on hardware
+    that has no such NVLink domain (``HardwareProfile.mnnvl``)."""
+    if ctx.hw(hw_id).has_mnnvl:
+        return dict(env)
+    return {k: v for k, v in env.items() if k not in MNNVL_ENV}
+
+
 def _omni_layer(ctx: RecipeContext, sel, argv: ArgvBuilder) -> None:
     """vLLM-Omni: the task's extra args (refined per hardware) and the recipe's
     ``omni.port`` (semantics §14)."""
@@ -271,13 +297,38 @@ TOPOLOGY_SOURCE = "composer: topology"
 
 def _reassert_topology(argv: ArgvBuilder, spec: CommandSpec) -> list[tuple[str | None, object]]:
     """Put the computed topology back over any recipe value for the same flags,
-    and drop topology flags the layout does not use. Returns the displaced
-    entries as ``(None, Entry)`` for notices. With ``--data-parallel-hybrid-lb``
-    every node serves its own API, so ``--headless`` is dropped."""
+    drop topology flags the layout does not use, and apply vLLM's launch rules
+    for load balancing. Returns the displaced entries as ``(None, Entry)`` for
+    notices.
+
+    Launch rules, from vLLM 0.33's own checks (``EngineArgs.create_engine_config``
+    in vllm/engine/arg_utils.py, ``run_headless`` in vllm/entrypoints/cli/serve.py):
+
+    * ``--data-parallel-hybrid-lb`` needs ``--data-parallel-size-local`` ("requires
+      --data-parallel-size-local"), and with a local size of 1 vLLM switches to
+      external LB: it is kept only for DP layouts with more than one local rank
+      spread over several nodes;
+    * ``--data-parallel-external-lb`` needs a DP rank per process, which none of
+      our layouts assigns: it is never kept;
+    * ``--headless`` never goes with hybrid LB ("not applicable in headless
+      mode"): hybrid is only kept for DP layouts, whose nodes all serve their API;
+    * followers of a multi-node TP/TEP/PP group always run ``--headless``.
+    """
     displaced = []
-    hybrid = argv.get("data-parallel-hybrid-lb")
-    hybrid_on = hybrid is not None and hybrid.unit.enabled
-    wanted = {u.key: u for u in spec.topology if not (hybrid_on and u.key == "headless")}
+    wanted = {u.key: u for u in spec.topology}
+    local = wanted.get("data-parallel-size-local")
+    size = wanted.get("data-parallel-size")
+    hybrid_ok = (local is not None and size is not None and int(local.value) > 1 and int(size.value) > int(local.value)
+                 and "headless" not in wanted)
+    for key in ("data-parallel-hybrid-lb", "data-parallel-external-lb"):
+        entry = argv.get(key)
+        if entry is None or not entry.unit.enabled:
+            continue
+        if key == "data-parallel-hybrid-lb" and hybrid_ok:
+            continue
+        argv.remove(key)
+        if not entry.source.key.startswith(TOPOLOGY_SOURCE):
+            displaced.append((None, entry))
     for key in TOPOLOGY_KEYS:
         entry = argv.get(key)
         if entry is None:

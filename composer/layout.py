@@ -1,10 +1,21 @@
-"""Parallel layouts and capacity: how many GPUs hold what, and does it fit.
+"""Parallel layouts and the memory model: how many GPUs hold what, and does it fit.
 
 A layout is the TP/PP/DP shape of one deployment (or one P/D pool) on ``nodes``
-nodes of one hardware profile. The capacity rule is the seed's: weights must fit
-in the GPU memory that holds them ("KV offload moves KV cache, never weights"),
-counted with the ``--gpu-memory-utilization`` in force, because vLLM allocates
-weights, activations and KV cache inside that share.
+nodes of one hardware profile. The memory model (README, "Memory model"), per
+replica, counting only the GPUs the layout uses (idle GPUs are not capacity):
+
+* **weights fit** when ``vram_minimum_gb`` ≤ the HBM of those GPUs. The recipe
+  figure already includes headroom (the seed: 2.8T × 0.5 byte × 1.2 = 1680 GB),
+  so it is applied once, without the utilization on top (as the public site
+  does: Qwen3-30B-A3B's 74 GB fit one 80 GB H100);
+* **KV cache** = HBM × ``--gpu-memory-utilization`` − the raw weights
+  (``vram_minimum_gb`` / headroom; the variant's ``headroom``, else the seed's
+  1.2) − a runtime overhead of ``RUNTIME_OVERHEAD_GB`` per GPU (CUDA context,
+  NCCL buffers, the activation peak vLLM profiles at start-up). It must be
+  positive; with the model's attention geometry it is also given in tokens
+  (``kv_tokens``) and checked against ``--max-model-len``.
+
+"KV offload moves KV cache, never weights" (seed): offload never enters here.
 """
 
 from __future__ import annotations
@@ -38,6 +49,22 @@ class Layout:
     @property
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    @property
+    def used_per_node(self) -> int:
+        """GPUs of a node the layout runs ranks on (the rest are idle)."""
+        if self.mode == "dep":
+            return min(self.gpus_per_node, self.tp * self.dp_local)
+        if self.mode in ("tp", "tep") and self.nodes == 1:
+            return min(self.gpus_per_node, self.tp)
+        return self.gpus_per_node
+
+    @property
+    def replica_gpus(self) -> int:
+        """GPUs that together hold one copy of the weights."""
+        if self.mode == "tp_dp":
+            return self.gpus_per_node
+        return self.replica_nodes * self.used_per_node
 
 
 def strategy_mode(ctx: RecipeContext, sid: str) -> str:
@@ -95,47 +122,172 @@ def make_layout(ctx: RecipeContext, mode: str, hw_id: str, variant_id: str, node
         return Layout(mode, nodes, g, tp=max(1, g // local), dp=nodes * local, dp_local=local, replica_nodes=nodes)
     tp = nodes * g
     if single_node and sid == "single_node_tp":
-        tp = ctx.single_node_tp(hw_id, variant_id, util)
+        tp = single_node_tp(ctx, hw_id, variant_id, util)
     return Layout(mode, nodes, g, tp=tp, replica_nodes=nodes)
+
+
+def single_node_tp(ctx: RecipeContext, hw_id: str, variant_id: str, util: float) -> int:
+    """TP of ``single_node_tp`` (semantics §4.1): the recipe's (``variants.<v>.tp``,
+    ``strategy_overrides.single_node_tp.tp``, a hardware override's
+    ``--tensor-parallel-size``; capped at the node's GPUs) when it gives one;
+    else the smallest power-of-two TP whose GPUs hold the weights, leave at
+    least ``KV_MIN_SHARE`` of the usable memory for the KV cache and divide the
+    attention heads (when given). The same at every utilization that leaves KV
+    room, so ticking gpu-memory-utilization never silently drops GPUs."""
+    hw = ctx.hw(hw_id)
+    given = ctx.recipe_tp(hw_id, variant_id)
+    if given is not None:
+        return given
+    weights = ctx.weights_gb(variant_id)
+    if weights is None or not hw.vram_gb:
+        return hw.gpu_count
+    heads = ctx.recipe.model.num_attention_heads
+    tp = 1
+    while tp < hw.gpu_count:
+        lay = Layout("tp", 1, hw.gpu_count, tp=tp)
+        cap = capacity(ctx, lay, hw_id, variant_id, util)
+        if cap.weights_fit and cap.kv_gb is not None and cap.kv_gb >= KV_MIN_SHARE * cap.usable_gb \
+                and not (heads and heads % tp):
+            return tp
+        tp *= 2
+    return hw.gpu_count
+
+
+DEFAULT_HEADROOM = 1.2
+"""Headroom factor a ``vram_minimum_gb`` includes when the variant gives none
+(the seed's estimate: parameters × bytes per parameter × 1.2)."""
+RUNTIME_OVERHEAD_GB = 2.0
+"""GPU memory per GPU that is neither weights nor KV cache (CUDA context, NCCL
+buffers, activation peak), in GB: a round figure of vLLM's start-up profiling."""
+KV_MIN_SHARE = 0.05
+"""Smallest KV cache, as a share of the usable memory, for which the TP
+auto-fit takes fewer GPUs (when the model's geometry is not given)."""
 
 
 @dataclass(frozen=True)
 class Capacity:
-    """Weights against the GPU memory that holds one replica, in GB (10^9 bytes)."""
+    """Weights and KV cache of one replica on the GPUs that hold it. Sizes in
+    GB (10^9 bytes); ``util`` is the ``--gpu-memory-utilization`` in force."""
 
     weights_gb: float | None
+    gpus: int
     hbm_gb: float
     util: float
     usable_gb: float
+    weights_raw_gb: float | None = None
+    overhead_gb: float = 0.0
+    kv_gb: float | None = None
+    kv_tokens: int | None = None
+    """KV cache capacity in tokens per replica (per DP rank for DEP), when the
+    recipe gives the attention geometry."""
+    max_model_len: int | None = None
+    max_model_len_explicit: bool = False
+
+    @property
+    def weights_fit(self) -> bool:
+        return self.weights_gb is None or self.weights_gb <= self.hbm_gb
 
     @property
     def fits(self) -> bool:
-        return self.weights_gb is None or self.weights_gb <= self.usable_gb
+        """The weights fit and leave room for KV cache (and, when the command
+        sets ``--max-model-len`` and the geometry is known, one sequence of it)."""
+        if not self.weights_fit:
+            return False
+        if self.kv_gb is not None and self.kv_gb <= 0:
+            return False
+        return not (self.max_model_len_explicit and self.kv_tokens is not None and self.max_model_len
+                    and self.kv_tokens < self.max_model_len)
 
     @property
     def share(self) -> float | None:
-        return None if self.weights_gb is None or not self.usable_gb else self.weights_gb / self.usable_gb
+        return None if self.weights_gb is None or not self.hbm_gb else self.weights_gb / self.hbm_gb
 
     def describe(self, where: str) -> str:
         if self.weights_gb is None:
             return f"The recipe gives no weight size; capacity on {where} was not checked."
         pct = round(100 * (self.share or 0))
-        return (f"{self.weights_gb:g} GB of weights on {where}: {self.hbm_gb:g} GB of HBM, "
-                f"{self.usable_gb:g} GB usable at gpu-memory-utilization {self.util:g} ({pct} %).")
+        text = f"{self.weights_gb:g} GB of weights on {where} ({self.gpus} GPUs, {self.hbm_gb:g} GB of HBM, {pct} %)"
+        if self.kv_gb is None:
+            return text + "."
+        if not self.weights_fit:
+            return text + ": the weights do not fit."
+        text += (f"; at gpu-memory-utilization {self.util:g}, {self.usable_gb:g} GB usable minus {self.weights_raw_gb:g} GB of "
+                 f"weights and {self.overhead_gb:g} GB of runtime overhead leaves {self.kv_gb:g} GB for the KV cache")
+        if self.kv_gb <= 0:
+            return text + ": no room for the KV cache."
+        if self.kv_tokens is not None:
+            text += f" (~{self.kv_tokens:,} tokens)"
+        else:
+            text += " (tokens not estimated: the recipe gives no attention geometry)"
+        return text + "."
 
     def check(self, scope: str, where: str):
         """The plan's ``CapacityCheck`` of this capacity for ``scope`` on ``where``."""
         from composer.outputs import CapacityCheck
 
         return CapacityCheck(scope, where, self.weights_gb, self.hbm_gb, self.util, self.usable_gb, self.fits,
-                             None if self.share is None else round(self.share, 4), self.describe(where))
+                             None if self.share is None else round(self.share, 4), self.describe(where),
+                             gpus=self.gpus, kv_gb=self.kv_gb, kv_tokens=self.kv_tokens)
 
 
-def capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, util: float, task: str | None = None) -> Capacity:
-    hbm = ctx.hw(hw_id).vram_gb * lay.replica_nodes
-    if lay.mode == "tp" and lay.nodes == 1 and lay.tp < lay.gpus_per_node:
-        hbm = ctx.hw(hw_id).gb_per_gpu * lay.tp
-    return Capacity(ctx.weights_gb(variant_id, task, hw_id), round(hbm, 1), util, round(hbm * util, 1))
+def capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, util: float, task: str | None = None,
+             kv_dtype: str | None = None, max_model_len: str | None = None) -> Capacity:
+    """The memory model (module docstring) of one replica of ``lay``.
+    ``kv_dtype`` and ``max_model_len`` are the command's ``--kv-cache-dtype``
+    and ``--max-model-len`` values when known (None: vLLM's defaults)."""
+    hw = ctx.hw(hw_id)
+    gpus = lay.replica_gpus
+    hbm = round(hw.gb_per_gpu * gpus, 1)
+    weights = ctx.weights_gb(variant_id, task, hw_id)
+    usable = round(hbm * util, 1)
+    if weights is None:
+        return Capacity(None, gpus, hbm, util, usable)
+    raw = round(weights / (ctx.variant(variant_id).headroom or DEFAULT_HEADROOM), 1)
+    overhead = round(RUNTIME_OVERHEAD_GB * gpus, 1)
+    kv = round(usable - raw - overhead, 1)
+    tokens = kv_tokens(ctx, lay, kv, kv_dtype) if kv > 0 else None
+    mml, explicit = _max_model_len(ctx, max_model_len)
+    return Capacity(weights, gpus, hbm, util, usable, raw, overhead, kv, tokens, mml, explicit)
+
+
+def _max_model_len(ctx: RecipeContext, value: str | None) -> tuple[int | None, bool]:
+    """``(max-model-len in force, set by the command)``: the command's number,
+    else the model's declared context (vLLM's default is the model's maximum)."""
+    if value is not None:
+        try:
+            return int(value), True
+        except ValueError:
+            return None, False  # "auto": vLLM fits it to the KV cache
+    return ctx.recipe.model.context_length, False
+
+
+KV_DTYPE_BYTES = {"fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "fp8_inc": 1.0, "fp8_ds_mla": 1.0, "int8_per_token_head": 1.0,
+                  "fp8_per_token_head": 1.0, "nvfp4": 0.5625, "nvfp4_ds_mla": 0.5625}
+"""Bytes per KV element by ``--kv-cache-dtype`` (auto, bfloat16, float16: 2)."""
+
+
+def kv_tokens(ctx: RecipeContext, lay: Layout, kv_gb: float, kv_dtype: str | None) -> int | None:
+    """KV cache capacity in tokens of one replica (one DP rank for DEP), from
+    the model's attention geometry (``model.num_hidden_layers`` with
+    ``kv_lora_rank`` + ``qk_rope_head_dim`` for MLA, whose latent cache every
+    TP rank holds whole, or ``num_key_value_heads`` × ``head_dim`` for MHA/GQA,
+    split over TP down to one head per rank; PP splits the layers), or None."""
+    m = ctx.recipe.model
+    if not m.num_hidden_layers:
+        return None
+    elem = KV_DTYPE_BYTES.get(kv_dtype or "auto", 2.0)
+    tp = max(1, lay.tp)
+    layers_per_gpu = m.num_hidden_layers / max(1, lay.pp)
+    if m.kv_lora_rank:
+        per_gpu_token = layers_per_gpu * (m.kv_lora_rank + (m.qk_rope_head_dim or 0)) * elem
+    elif m.num_key_value_heads and m.head_dim:
+        per_gpu_token = layers_per_gpu * 2 * max(1.0, m.num_key_value_heads / tp) * m.head_dim * elem
+    else:
+        return None
+    kv_per_gpu = kv_gb * 1e9 / lay.replica_gpus
+    # A replica's GPUs share one token's KV over its TP × PP ranks; for DEP a
+    # DP rank (TP ranks of its own) keeps its own sequences.
+    return int(kv_per_gpu / per_gpu_token)
 
 
 def layout_problem(ctx: RecipeContext, lay: Layout) -> str | None:

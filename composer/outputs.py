@@ -78,8 +78,11 @@ class Command:
 
 @dataclass(frozen=True)
 class CapacityCheck:
-    """Weights against the usable GPU memory of one deployment or pool
-    (``scope``: deployment | prefill | decode); ``share`` = weights / usable."""
+    """The memory model of one deployment or pool (``scope``: deployment |
+    prefill | decode): weights (with headroom) against the HBM of the ``gpus``
+    that hold one replica (``share`` = weights / HBM), and the KV cache left at
+    the utilization in force (``kv_gb``; ``kv_tokens`` when the recipe gives
+    the attention geometry)."""
 
     scope: str
     where: str
@@ -90,6 +93,9 @@ class CapacityCheck:
     fits: bool
     share: Optional[float]
     message: str
+    gpus: int = 0
+    kv_gb: Optional[float] = None
+    kv_tokens: Optional[int] = None
 
 
 @dataclass(frozen=True)

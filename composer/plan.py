@@ -97,6 +97,57 @@ def _vllm_notices(entries: list[Entry], env: dict[str, str], notices: Notices) -
         notices.add("warning", code, f.sentence(), subject=f.flag, reason=f.message)
 
 
+def _scheduler_notices(entries: list[Entry], label: str, notices: Notices) -> None:
+    """Scheduler settings that starve each other, with every value named:
+
+    * each decode step of a sequence schedules 1 + k tokens with k speculative
+      tokens (``--speculative-config`` ``num_speculative_tokens``), so
+      ``--max-num-batched-tokens`` below ``--max-num-seqs × (1 + k)`` caps the
+      batch below ``--max-num-seqs``;
+    * a CUDA-graph capture size (``--compilation-config``
+      ``max_cudagraph_capture_size`` or the largest ``cudagraph_capture_sizes``)
+      below the largest decode batch (``--max-num-seqs × (1 + k)`` tokens) runs
+      the larger batches without CUDA graphs.
+    Only values the command sets are compared (vLLM's defaults depend on the
+    hardware and usage context)."""
+    import json
+
+    vals = {e.unit.key: e.unit.value for e in entries}
+
+    def as_int(v):
+        try:
+            return int(str(v))
+        except (TypeError, ValueError):
+            return None
+
+    seqs, batched = as_int(vals.get("max-num-seqs")), as_int(vals.get("max-num-batched-tokens"))
+    k = 0
+    try:
+        spec = json.loads(vals.get("speculative-config") or "{}")
+        k = int(spec.get("num_speculative_tokens") or 0) if isinstance(spec, dict) else 0
+    except (ValueError, TypeError):
+        pass
+    if seqs and batched is not None and batched < seqs * (1 + k):
+        why = f" with {k} speculative tokens" if k else ""
+        notices.add("warning", "scheduler-budget",
+                    f"{label}: --max-num-batched-tokens {batched} is below --max-num-seqs {seqs} × (1 + {k}) = {seqs * (1 + k)}"
+                    f"{why}: a decode step cannot hold every sequence, so at most {batched // (1 + k)} run at once. "
+                    f"Raise --max-num-batched-tokens to at least {seqs * (1 + k)} or lower --max-num-seqs.",
+                    subject="--max-num-batched-tokens", old=batched, new=seqs * (1 + k))
+    try:
+        comp = json.loads(vals.get("compilation-config") or "{}")
+    except ValueError:
+        comp = {}
+    if isinstance(comp, dict) and seqs:
+        sizes = comp.get("cudagraph_capture_sizes")
+        cap = comp.get("max_cudagraph_capture_size") or (max(sizes) if isinstance(sizes, list) and sizes else None)
+        if isinstance(cap, int) and cap < seqs * (1 + k):
+            notices.add("warning", "cudagraph-capture",
+                        f"{label}: the largest CUDA-graph capture size {cap} is below the largest decode batch "
+                        f"(--max-num-seqs {seqs} × (1 + {k}) = {seqs * (1 + k)} tokens): larger batches run without CUDA graphs.",
+                        subject="--compilation-config", old=cap, new=seqs * (1 + k))
+
+
 def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, extra_env: dict | None = None) -> Command:
     argv_b, env_b, removed = compose_layers(ctx, sel, spec, lay)
     if extra_env:
@@ -112,6 +163,7 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
     entries = argv_b.entries()
     _replacement_notices(ctx, entries, notices, "")
     _vllm_notices(entries, env_b.values(), notices)
+    _scheduler_notices(entries, f"The {spec.pool} pool" if spec.pool else "The deployment", notices)
     model = ctx.model_id(sel.variant, sel.task)
     argv = ["vllm", "serve", model] + argv_b.tokens()
     env = env_b.values()
@@ -123,6 +175,45 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
                    command=cmd, env_text=env_text(env), text=text, provenance=flags, env_provenance=envs, pip_text=text)
 
 
+def _where(lay, hwname: str, pool: str | None = None) -> str:
+    """Where one replica lives, for the capacity line."""
+    if pool:
+        return f"the {pool} pool ({lay.nodes} × {hwname})"
+    if lay.mode == "tp_dp":
+        return f"each replica (1 × {hwname})"
+    if lay.nodes == 1 and lay.used_per_node < lay.gpus_per_node:
+        return f"{lay.used_per_node} × {hwname} GPU"
+    return f"{lay.replica_nodes} × {hwname}"
+
+
+def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, notices: Notices) -> CapacityCheck:
+    """The memory model of one replica, with the KV dtype and max-model-len of
+    its composed command; notices for idle GPUs and a context that does not fit."""
+    cap = capacity(ctx, lay, sel.hardware, sel.variant, util, sel.task,
+                   kv_dtype=flag_value(cmd.argv, "--kv-cache-dtype"), max_model_len=flag_value(cmd.argv, "--max-model-len"))
+    hw = ctx.hw(sel.hardware)
+    if lay.mode != "omni" and lay.used_per_node < lay.gpus_per_node:
+        idle = lay.gpus_per_node - lay.used_per_node
+        notices.add("info", "idle-gpus",
+                    f"{scope.capitalize() if scope != 'deployment' else 'The deployment'} uses {lay.used_per_node} of the "
+                    f"{lay.gpus_per_node} GPUs of each {hw.display_name} node; {idle} per node stay idle and are not "
+                    "counted as capacity.", subject="gpus", old=lay.gpus_per_node, new=lay.used_per_node)
+    if cap.weights_fit and cap.kv_tokens is not None and cap.max_model_len and cap.kv_tokens < cap.max_model_len:
+        fix = (f"a --max-model-len of at most {cap.kv_tokens:,} (Advanced: max-model-len auto), more GPUs, "
+               "or an fp8 KV cache")
+        if cap.max_model_len_explicit:
+            notices.add("error", "kv-capacity",
+                        f"The KV cache of {where} holds ~{cap.kv_tokens:,} tokens, less than one sequence of "
+                        f"--max-model-len {cap.max_model_len:,}: vLLM refuses to start. Fits: {fix}.",
+                        subject="--max-model-len", old=cap.max_model_len, new=cap.kv_tokens)
+        else:
+            notices.add("warning", "kv-capacity",
+                        f"The KV cache of {where} holds ~{cap.kv_tokens:,} tokens, less than the model's context of "
+                        f"{cap.max_model_len:,}, vLLM's default --max-model-len: vLLM would refuse to start. Fits: {fix}.",
+                        subject="--max-model-len", old=cap.max_model_len, new=cap.kv_tokens)
+    return cap.check(scope, where)
+
+
 def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[Command], list[CapacityCheck]]:
     """All commands of ``sel`` (one per node and role) and capacity records."""
     deploy = ctx.strategy(sel.strategy).deploy_type
@@ -131,17 +222,13 @@ def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tupl
         return _pd_commands(ctx, sel, notices)
     lay = layout_for(ctx, sel, sel.nodes)
     util = util_in_force(ctx, sel)
-    cap = capacity(ctx, lay, sel.hardware, sel.variant, util, sel.task)
-    where = f"{lay.replica_nodes} × {hwname}" if lay.mode != "tp" or lay.tp >= lay.gpus_per_node else f"{lay.tp} × {hwname} GPU"
-    if lay.mode == "tp_dp":
-        where = f"each replica (1 × {hwname})"
-    caps = [cap.check("deployment", where)]
     cmds = []
     for rank in range(sel.nodes):
         role = "serve" if deploy == "single_node" else ("head" if rank == 0 else "worker")
         label = "Node" if role == "serve" else ("Head (node 0)" if rank == 0 else f"Node {rank}")
         spec = CommandSpec(role, rank, tuple(node_units(lay, rank, deploy)))
         cmds.append(_command(ctx, sel, spec, lay, notices, label))
+    caps = [_capacity_of(ctx, sel, lay, util, cmds[0], "deployment", _where(lay, hwname), notices)]
     return cmds, caps
 
 
@@ -152,11 +239,9 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[
         pool = sel.pool(name)
         lay = pool_layout(ctx, sel, name, pool.mode, pool.nodes)
         util = util_in_force(ctx, sel, name)
-        cap = capacity(ctx, lay, sel.hardware, sel.variant, util, sel.task)
-        where = f"the {name} pool ({pool.nodes} × {hwname})"
-        caps.append(cap.check(name, where))
         upper = name.upper()
         endpoints[name] = []
+        first = None
         for rank in range(pool.nodes):
             head = f"${upper}_NODE_1"
             spec = CommandSpec(name, rank, tuple(node_units(lay, rank, "pd_cluster", head=head, pd_pool=True)), name)
@@ -165,10 +250,12 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[
                 extra.update({"GLOO_SOCKET_IFNAME": "$IFACE_NAME", "NCCL_SOCKET_IFNAME": "$IFACE_NAME"})
             label = f"{name.capitalize()} node {rank + 1}/{pool.nodes}"
             cmd = _command(ctx, sel, spec, lay, notices, label, extra)
+            first = first or cmd
             cmds.append(cmd)
             if serves_api(lay, rank):
                 port = flag_value(cmd.argv, "--port") or "8000"
                 endpoints[name].append(f"http://${upper}_NODE_{rank + 1}:{port}")
+        caps.append(_capacity_of(ctx, sel, lay, util, first, name, _where(lay, hwname, name), notices))
     cmds.append(_router(ctx, sel, endpoints))
     return cmds, caps
 
@@ -273,10 +360,10 @@ def plan_and_selection(ctx: RecipeContext, query) -> tuple[Plan, Selection, obje
     req = parse_query(query)
     sel, notices = resolve(ctx, req)
     commands, caps = build_commands(ctx, sel, notices)
-    has_cap_error = any(n.code == "capacity" for n in notices.items())
+    has_cap_error = any(n.code in ("capacity", "kv-capacity") for n in notices.items())
     for c in caps:
         if not c.fits and not has_cap_error:
-            notices.add("error", "capacity", c.message.replace(" on ", " do not fit on ", 1))
+            notices.add("error", "capacity", c.message)
     kv_memory_notice(ctx, sel, commands, notices)
     summary_text = summary(ctx, sel, commands)
     comps = run.companions(ctx, sel)

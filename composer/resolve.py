@@ -64,31 +64,40 @@ class Selection:
 
 
 def util_in_force(ctx: RecipeContext, sel: Selection, pool: str | None = None) -> float:
-    """The final ``--gpu-memory-utilization`` of the composed command (vLLM default 0.9).
+    """The final ``--gpu-memory-utilization`` of the composed command (vLLM default 0.9)."""
+    return memory_flags(ctx, sel, pool)[0]
 
-    Topology flags never set it, so the value is cached per selection without
-    its node counts.
-    """
+
+def memory_flags(ctx: RecipeContext, sel: Selection, pool: str | None = None) -> tuple[float, str | None, str | None]:
+    """``(gpu-memory-utilization, --kv-cache-dtype, --max-model-len)`` of the
+    composed command, as the memory model needs them before the node count is
+    known. Topology flags never set them, so they are cached per selection
+    without its node counts."""
     key = (sel.hardware, sel.variant, sel.strategy, sel.features, sel.advanced, sel.kv_offload, pool)
-    cache = ctx.__dict__.setdefault("_util_cache", {})
+    cache = ctx.__dict__.setdefault("_memory_flags_cache", {})
     if key not in cache:
-        cache[key] = _util_in_force(ctx, sel, pool)
+        cache[key] = _memory_flags(ctx, sel, pool)
     return cache[key]
 
 
-def _util_in_force(ctx: RecipeContext, sel: Selection, pool: str | None) -> float:
+def _memory_flags(ctx: RecipeContext, sel: Selection, pool: str | None) -> tuple[float, str | None, str | None]:
     from composer.layers import CommandSpec
 
     spec = CommandSpec(pool or "serve", 0, (), pool)
     try:
         argv, _, _ = compose_layers(ctx, sel, spec, None)
     except ValueError:
-        return DEFAULT_GPU_UTIL
-    e = argv.get("gpu-memory-utilization")
+        return DEFAULT_GPU_UTIL, None, None
+
+    def value(key: str) -> str | None:
+        e = argv.get(key)
+        return e.unit.value if e is not None else None
+
     try:
-        return float(e.unit.value) if e and e.unit.value else DEFAULT_GPU_UTIL
+        util = float(value("gpu-memory-utilization") or DEFAULT_GPU_UTIL)
     except ValueError:
-        return DEFAULT_GPU_UTIL
+        util = DEFAULT_GPU_UTIL
+    return util, value("kv-cache-dtype"), value("max-model-len")
 
 
 def layout_for(ctx: RecipeContext, sel: Selection, nodes: int) -> Layout:
@@ -105,28 +114,34 @@ def pool_layout(ctx: RecipeContext, sel: Selection, name: str, mode: str, nodes:
     return make_layout(ctx, mode, sel.hardware, sel.variant, nodes, role_tp=role_tp if mode == "dep" else None)
 
 
-def layout_ok(ctx: RecipeContext, sel: Selection, lay: Layout, util: float) -> str | None:
-    """None if ``lay`` holds the weights and is valid for the model, else why not."""
+def layout_ok(ctx: RecipeContext, sel: Selection, lay: Layout, util: float, pool: str | None = None) -> str | None:
+    """None if ``lay`` holds the weights, leaves KV room (one sequence of an
+    explicit ``--max-model-len``) and is valid for the model, else why not."""
     problem = layout_problem(ctx, lay)
     if problem:
         return problem
-    cap = capacity(ctx, lay, sel.hardware, sel.variant, util, sel.task)
+    _, kv_dtype, mml = memory_flags(ctx, sel, pool)
+    cap = capacity(ctx, lay, sel.hardware, sel.variant, util, sel.task, kv_dtype, mml)
     if not cap.fits:
-        return cap.describe(f"{lay.replica_nodes} × {ctx.hw(sel.hardware).display_name}").replace(": ", " do not fit: ", 1)
+        where = f"{lay.replica_nodes} × {ctx.hw(sel.hardware).display_name}"
+        if cap.weights_fit and (cap.kv_gb or 0) > 0:
+            return (f"on {where} the KV cache holds ~{cap.kv_tokens:,} tokens, less than one sequence of "
+                    f"--max-model-len {cap.max_model_len:,}.")
+        return cap.describe(where)
     return None
 
 
-def smallest_nodes(ctx: RecipeContext, sel: Selection, lower: int, make, floor: int = 1) -> int | None:
+def smallest_nodes(ctx: RecipeContext, sel: Selection, lower: int, make, floor: int = 1, pool: str | None = None) -> int | None:
     """Smallest n in [lower, MAX_NODES] whose layout ``make(n)`` is ok; if there
     is none, the largest ok n in [floor, lower) (a request above every valid
     count comes down to the nearest one); else None."""
     for n in range(max(1, lower), MAX_NODES + 1):
         lay, util = make(n)
-        if layout_ok(ctx, sel, lay, util) is None:
+        if layout_ok(ctx, sel, lay, util, pool) is None:
             return n
     for n in range(min(lower, MAX_NODES + 1) - 1, max(1, floor) - 1, -1):
         lay, util = make(n)
-        if layout_ok(ctx, sel, lay, util) is None:
+        if layout_ok(ctx, sel, lay, util, pool) is None:
             return n
     return None
 
@@ -305,12 +320,13 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
     return Selection(hw, variant, sid, nodes, sel.features, adv, kv, install=sel.install, task=sel.task), n
 
 
-def raise_reasons(ctx: RecipeContext, sel: Selection, want: int, floor: int, got: int, floor_msg: str, make, util: float) -> str:
+def raise_reasons(ctx: RecipeContext, sel: Selection, want: int, floor: int, got: int, floor_msg: str, make, util: float,
+                  pool: str | None = None) -> str:
     """Why every node count from ``want`` up to ``got - 1`` does not work: the
     strategy floor, then per count the capacity or layout problem."""
     reasons = [floor_msg] if want < floor else []
     for k in range(max(want, floor), got):
-        why = layout_ok(ctx, sel, make(k), util)
+        why = layout_ok(ctx, sel, make(k), util, pool)
         if why:
             reasons.append(f"{k} nodes: {why}")
     return " ".join(reasons)
@@ -431,7 +447,7 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
         util = util_in_force(ctx, sel_p, name)
         floor = ctx.floor_nodes(mode, hw)
         lower = max(floor, want or recipe_nodes or 1)
-        nodes = smallest_nodes(ctx, sel, lower, lambda k, m=mode, nm=name, u=util: (pool_layout(ctx, sel, nm, m, k), u), floor)
+        nodes = smallest_nodes(ctx, sel_p, lower, lambda k, m=mode, nm=name, u=util: (pool_layout(ctx, sel, nm, m, k), u), floor, name)
         label = f"{name.capitalize()} pool ({mode.upper()})"
         if nodes is None:
             n.add("error", "capacity", f"{label}: no node count up to {MAX_NODES} of {ctx.hw(hw).display_name} holds the weights with a valid layout.")
@@ -439,12 +455,12 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
         elif want is not None and nodes != want:
             floor_msg = f"{mode.upper()} needs at least {ctx.floor_gpus(mode, hw)} GPUs."
             if nodes > want:
-                why = raise_reasons(ctx, sel, want, floor, nodes, floor_msg,
-                                    lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), util)
+                why = raise_reasons(ctx, sel_p, want, floor, nodes, floor_msg,
+                                    lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), util, name)
                 n.add("warning", "nodes-raised", f"{label}: nodes raised from {want} to {nodes}: {why}",
                       subject=f"{name}_nodes", old=want, new=nodes, reason=why)
             else:
-                why = f"{layout_ok(ctx, sel, pool_layout(ctx, sel, name, mode, want), util)} No larger count up to {MAX_NODES} works."
+                why = f"{layout_ok(ctx, sel_p, pool_layout(ctx, sel, name, mode, want), util, name)} No larger count up to {MAX_NODES} works."
                 n.add("warning", "nodes-lowered", f"{label}: nodes lowered from {want} to {nodes}: {why}",
                       subject=f"{name}_nodes", old=want, new=nodes, reason=why)
         pools[name] = Pool(mode, nodes)

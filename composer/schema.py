@@ -105,6 +105,15 @@ class HardwareProfile:
     vram_gb: GB = 0
     restricted: bool = False
     scalable: bool = True
+    mnnvl: Optional[bool] = None
+    """Whether nodes share a multi-node NVLink domain (GB200/GB300 NVL trays);
+    unset: true for Grace-Blackwell profiles (display name starting "GB")."""
+
+    @property
+    def has_mnnvl(self) -> bool:
+        if self.mnnvl is not None:
+            return self.mnnvl
+        return self.brand == "NVIDIA" and self.display_name.upper().startswith("GB")
 
     @property
     def gen(self) -> str:
@@ -310,7 +319,10 @@ class Meta:
 class Model:
     """``model``: the checkpoint and the args every command starts from.
 
-    ``num_attention_heads`` bounds the valid TP sizes (TP must divide it);
+    ``num_attention_heads`` bounds the valid TP sizes (TP must divide it); the
+    attention geometry (``num_hidden_layers`` with ``kv_lora_rank`` +
+    ``qk_rope_head_dim`` for MLA, or ``num_key_value_heads`` × ``head_dim``)
+    sizes the KV cache in tokens (``composer.layout.kv_tokens``);
     ``supports_dcp`` / ``flashinfer_autotune`` show the matching Advanced knobs;
     ``install`` is the public format's per-method install block (semantics §2.1).
     """
@@ -330,6 +342,11 @@ class Model:
     shared_experts: Optional[int] = None
     weight_precision: Optional[str] = None
     activation_precision: Optional[str] = None
+    num_hidden_layers: Optional[Positive] = None
+    num_key_value_heads: Optional[Positive] = None
+    head_dim: Optional[Positive] = None
+    kv_lora_rank: Optional[Positive] = None
+    qk_rope_head_dim: Optional[Positive] = None
     supports_dcp: bool = False
     flashinfer_autotune: bool = False
     nightly_required: bool = False

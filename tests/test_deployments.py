@@ -176,12 +176,40 @@ def test_recipe_tp_flag_cannot_contradict_the_computed_layout():
 
 
 @needs_corpus
-def test_single_node_tp_auto_fit_counts_gpu_memory_utilization():
-    # 170 GB on one 180 GB B200 fits raw memory but not 0.9 × 180 = 162 GB.
-    p = corpus_plan("meta-llama/Llama-3.3-70B-Instruct", "")
-    assert p["status"] == "ok"
-    tp = int(flag(p["commands"][0]["argv"], "--tensor-parallel-size"))
-    assert p["capacity"][0]["fits"] and tp > 1
+def test_single_node_tp_never_shrinks_when_utilization_changes():
+    # Issue 10: 170 GB on B200 was TP 8 at 0.9 and silently TP 1 at 0.95.
+    # vram_minimum_gb includes headroom: 170 GB fit one 180 GB GPU, leaving
+    # 0.9 × 180 − 170 / 1.2 − 2 = 18.3 GB of KV cache (> 5 % of 162 GB usable).
+    base = corpus_plan("meta-llama/Llama-3.3-70B-Instruct", "hardware=b200")
+    more = corpus_plan("meta-llama/Llama-3.3-70B-Instruct", "hardware=b200&advanced=gpu_mem_095")
+    tps = {int(flag(p["commands"][0]["argv"], "--tensor-parallel-size")) for p in (base, more)}
+    assert tps == {1}
+    cap = base["capacity"][0]
+    assert cap["fits"] and cap["gpus"] == 1 and cap["hbm_gb"] == 180
+    assert abs(cap["kv_gb"] - (0.9 * 180 - round(170 / 1.2, 1) - 2)) < 0.11
+    for p in (base, more):  # the 7 idle GPUs are said, not hidden
+        (idle,) = [n for n in p["notices"] if n["code"] == "idle-gpus"]
+        assert idle["old"] == "8" and idle["new"] == "1"
+
+
+def test_headroom_is_counted_once_and_kv_is_estimated(plan):
+    # K3: 1680 GB (2.8T × 0.5 × 1.2) on one B300 node (8 × 268 GB = 2144 GB).
+    p = plan("hardware=b300")
+    cap = p["capacity"][0]
+    assert cap["fits"] and cap["hbm_gb"] == 2144 and cap["gpus"] == 8
+    kv = round(2144 * 0.95, 1) - 1400 - 16  # utilization 0.95 (K3 base args), raw weights 1680 / 1.2, 2 GB per GPU
+    assert abs(cap["kv_gb"] - kv) < 0.11
+    # MLA latent 512 + rope 64 per layer, 61 layers, fp8 KV on Blackwell, held by each of the 8 TP ranks.
+    assert cap["kv_tokens"] == int(cap["kv_gb"] * 1e9 / 8 / (61 * 576 * 1))
+
+
+def test_max_model_len_that_cannot_fit_is_an_error(plan):
+    # MI325X holds the weights, but the KV cache (bf16 on AMD) cannot hold the 1M context.
+    p = plan("hardware=mi325x")
+    (w,) = [n for n in p["notices"] if n["code"] == "kv-capacity"]
+    assert w["level"] == "warning" and int(w["new"]) < 1_048_576
+    p = plan("hardware=mi325x&advanced=max_model_len_auto")
+    assert not [n for n in p["notices"] if n["code"] == "kv-capacity"]
 
 
 def test_request_above_every_valid_count_comes_down(plan):
@@ -190,9 +218,10 @@ def test_request_above_every_valid_count_comes_down(plan):
     assert any(n["code"] == "nodes-lowered" for n in p["notices"])
 
 
-def test_hybrid_lb_follower_is_not_headless(plan, tmp_path):
-    # A recipe that adds --data-parallel-hybrid-lb to TP+DP: every node serves its
-    # API, so followers must not be --headless as well.
+def test_hybrid_lb_needs_local_dp_ranks(plan, tmp_path):
+    # A recipe that adds --data-parallel-hybrid-lb to TP+DP (one DP rank per node):
+    # vLLM needs --data-parallel-size-local > 1 for hybrid LB and never takes it
+    # with --headless, so it is dropped with a notice and followers stay headless.
     import shutil
     import yaml
     from composer.api import compose_page, make_context
@@ -206,4 +235,6 @@ def test_hybrid_lb_follower_is_not_headless(plan, tmp_path):
     ctx = make_context("moonshotai/Kimi-K3", load_recipe(root, "moonshotai/Kimi-K3"), load_catalog(root))
     p = compose_page(ctx, "hardware=b300&strategy=multi_node_tp_dp")
     for c in p["commands"]:
-        assert "--data-parallel-hybrid-lb" in c["argv"] and "--headless" not in c["argv"]
+        assert "--data-parallel-hybrid-lb" not in c["argv"]
+        assert ("--headless" in c["argv"]) == (c["node_rank"] > 0)
+    assert any(n["code"] == "topology-kept" and "--data-parallel-hybrid-lb" in n["message"] for n in p["notices"])

@@ -68,13 +68,17 @@ def test_feature_off_keeps_a_different_value_of_the_same_flag(catalog):
     assert flag(off["commands"][0]["argv"], "--max-model-len") == "262144"
     assert not [n for n in off["notices"] if n["code"] == "feature-owned-flag"]
     on = compose_page(ctx, "features=tool_calling,long_context")
-    assert flag(on["commands"][0]["argv"], "--max-model-len") == "1010000"
+    assert flag((on["commands"] or on["blocked_commands"])[0]["argv"], "--max-model-len") == "1010000"
 
 
 def test_bf16_moe_needs_more_than_one_h100_node_only_when_it_does_not_fit(catalog):
     ctx = ctx_for("Qwen/Qwen3-235B-A22B-Instruct-2507", catalog)
-    plan = compose_page(ctx, "hardware=h100&strategy=multi_node_dep")
-    assert plan["selection"]["nodes"] == 2  # DEP floor 16 GPUs
+    plan = compose_page(ctx, "hardware=h100&strategy=multi_node_dep&nodes=2")
+    # DEP floor 16 GPUs; but on 2 nodes each DP rank's KV cache (~236k tokens)
+    # cannot hold one 262144-token sequence, so 3 nodes, with the reason.
+    assert plan["selection"]["nodes"] == 3
+    (raised,) = [n for n in plan["notices"] if n["code"] == "nodes-raised"]
+    assert "262,144" in raised["reason"] and raised["old"] == "2" and raised["new"] == "3"
     argv = plan["commands"][1]["argv"]
     assert flag(argv, "--data-parallel-start-rank") == "8"
 
