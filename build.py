@@ -104,8 +104,11 @@ def make_snapshot(python_zip: bytes) -> bytes:
     key = hashlib.sha256(python_zip + pyodide_version().encode() + script.read_bytes()
                          + (ROOT / "site_src" / "assets" / "boot-python.mjs").read_bytes()).hexdigest()[:24]
     cached = SNAPSHOT_CACHE / f"{key}.bin"
-    if cached.exists():
-        return cached.read_bytes()
+    digest_file = cached.with_suffix(".sha256")
+    if cached.exists() and digest_file.exists():
+        data = cached.read_bytes()
+        if hashlib.sha256(data).hexdigest() == digest_file.read_text().strip():
+            return data  # a damaged cache entry is made again, never shipped
     node = shutil.which("node")
     if node is None:
         raise BuildError("node is needed to make the Pyodide memory snapshot (install Node.js 20 or newer)")
@@ -113,17 +116,24 @@ def make_snapshot(python_zip: bytes) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         zip_path, out_path = Path(tmp) / "site-python.zip", Path(tmp) / "snapshot.bin"
         zip_path.write_bytes(python_zip)
-        res = subprocess.run([node, str(script), str(PYODIDE_DIR), str(zip_path), str(out_path)],
-                             capture_output=True, text=True, timeout=300)
+        try:
+            res = subprocess.run([node, str(script), str(PYODIDE_DIR), str(zip_path), str(out_path)],
+                                 capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            raise BuildError("making the Pyodide memory snapshot with node took more than 300 s; stopped") from None
         if res.returncode != 0 or not out_path.exists():
             # Pyodide prints its minified source around an error: keep the Python traceback.
             text = res.stderr or res.stdout
             start = max(text.rfind("Traceback (most recent call last)"), text.rfind("Error:"))
-            raise BuildError("could not make the Pyodide memory snapshot:\n" + (text[start:] if start >= 0 else text)[-2000:])
+            raise BuildError(f"could not make the Pyodide memory snapshot (node exited with {res.returncode}):\n"
+                             + ((text[start:] if start >= 0 else text)[-2000:] or "(no output)"))
         data = out_path.read_bytes()
-    tmp_cached = cached.with_suffix(".tmp")
-    tmp_cached.write_bytes(data)
-    tmp_cached.replace(cached)
+    # Unique temporary names: concurrent builds never write into one file.
+    for path, content in ((cached, data), (digest_file, hashlib.sha256(data).hexdigest().encode())):
+        fd, tmp_name = tempfile.mkstemp(dir=SNAPSHOT_CACHE, prefix=path.name + ".")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content)
+        os.replace(tmp_name, path)
     return data
 
 
@@ -143,7 +153,8 @@ def write_runtime(tmp: Path) -> dict:
     (tmp / "runtime" / names["python"]).write_bytes(python_zip)
     (tmp / "runtime" / names["snapshot"]).write_bytes(snapshot)
     return {"index": f"runtime/pyodide-{core}/", "python": f"runtime/{names['python']}",
-            "snapshot": f"runtime/{names['snapshot']}", "snapshot_size": len(snapshot), "pyodide_version": pyodide_version()}
+            "snapshot": f"runtime/{names['snapshot']}", "snapshot_size": len(snapshot),
+            "snapshot_sha256": hashlib.sha256(snapshot).hexdigest(), "pyodide_version": pyodide_version()}
 
 
 def api_plan(plan: dict) -> dict:
@@ -245,8 +256,9 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     paths = recipe_paths(recipes_dir)
     if not paths:
         raise RecipeLoadError([RecipeError("models/", "", "no recipes found (expected models/<org>/<repo>.yaml)")])
-    if not (PYODIDE_DIR / "pyodide.mjs").exists():
-        raise BuildError(f"Pyodide is not installed at {PYODIDE_DIR}: run `npm ci` in {ROOT}")
+    missing = [n for n in PYODIDE_FILES + ("package.json",) if not (PYODIDE_DIR / n).is_file()]
+    if missing:
+        raise BuildError(f"Pyodide is not (fully) installed at {PYODIDE_DIR} (missing {', '.join(missing)}): run `npm ci` in {ROOT}")
     env = environment(FileSystemLoader(ROOT / "site_src"))
     out = out.resolve()
     check_output_dir(out, recipes_dir.resolve())

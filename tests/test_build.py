@@ -167,3 +167,24 @@ def test_recipe_text_cannot_break_out_of_the_embedded_json(tmp_path):
     block = html[start:html.index("</script>", start)]
     assert "<" not in block.split(">", 1)[1]
     assert '<script src="../../assets/app.js" defer></script>' in html
+
+
+def test_damaged_snapshot_cache_is_made_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "SNAPSHOT_CACHE", tmp_path / "cache")
+    zip_bytes = build.site_python_zip()
+    first = build.make_snapshot(zip_bytes)
+    (cached,) = (tmp_path / "cache").glob("*.bin")
+    cached.write_bytes(first[:1000])  # truncated, as a crash or a full disk leaves it
+    again = build.make_snapshot(zip_bytes)  # made anew (snapshots are not byte-for-byte repeatable)
+    import hashlib
+    assert len(again) == len(first)
+    assert hashlib.sha256(cached.read_bytes()).hexdigest() == cached.with_suffix(".sha256").read_text()
+
+
+def test_half_installed_pyodide_says_run_npm_ci(tmp_path, monkeypatch):
+    half = tmp_path / "pyodide"
+    half.mkdir()
+    (half / "pyodide.mjs").write_text("")
+    monkeypatch.setattr(build, "PYODIDE_DIR", half)
+    with pytest.raises(build.BuildError, match="npm ci"):
+        build.build(ROOT / "recipes", tmp_path / "out")

@@ -19,6 +19,7 @@
   let plan = JSON.parse(document.getElementById("initial-plan").textContent);
   let viewFn = null;      // set when the composer is ready
   let pending = null;     // {query, push}: what to compose once it is ready
+  let target = null;      // query of the latest request sent to the worker
   let preview = false;    // the page shows the default, not the URL's plan
   let clickAt = null;     // performance.now() of the last click, for data-click-ms
 
@@ -80,15 +81,30 @@
         for (const i of inputs) i.checked = on.has(i.value);
       } else {
         const hit = inputs.find((i) => i.value === q.get(dim));
-        if (hit) hit.checked = true;
+        if (!hit) continue;
+        hit.checked = true;
+        hit.disabled = false;  // whether it works here is for the link's own plan to say
+        hit.closest("label").classList.remove("dis");
       }
+      for (const i of inputs) i.closest("label").classList.toggle("sel", i.checked);
     }
   }
 
-  // A click before the composer is ready: the same choice, on the state the
-  // page is heading for (the link's, or an earlier queued click's).
+  // The controls on screen belong to the plan shown. While another plan is
+  // on its way (the link's own, or an earlier click's) their pre-computed
+  // queries are stale: a click is then the same choice on the state the page
+  // is heading for.
+  function heading() {
+    if (pending) return pending.query;
+    if (target !== null && target !== app.dataset.query) return target;
+    if (preview) return planQuery(location.search);
+    return null;
+  }
+  function syncLabels() {  // the selected look follows the checked inputs
+    for (const i of document.querySelectorAll("#controls input")) i.closest("label").classList.toggle("sel", i.checked);
+  }
   function queuedQuery(input) {
-    const q = new URLSearchParams(pending ? pending.query : planQuery(location.search));
+    const q = new URLSearchParams(heading());
     const fs = input.closest("fieldset[data-dim]");
     const dim = fs.dataset.dim;
     if (fs.dataset.kind === "checkbox") {
@@ -147,7 +163,13 @@
       out.textContent = url;
     }
   });
-  document.getElementById("reset").addEventListener("click", () => apply("", true));
+  document.getElementById("reset").addEventListener("click", () => {
+    if (!viewFn || preview) {  // back to the pre-rendered default
+      document.getElementById("controls").reset();
+      syncLabels();
+    }
+    apply("", true);
+  });
 
   // ----- state ------------------------------------------------------------
   // Every choice is a query sent to the worker; only the reply to the latest
@@ -169,6 +191,7 @@
     }
     const id = ++seq;
     pushes.set(id, push);
+    target = query;
     app.dataset.busy = "true";
     viewFn(id, query);
   }
@@ -197,7 +220,9 @@
     const input = ev.target;
     if (!input || input.dataset.query === undefined) return;
     clickAt = performance.now();
-    apply(viewFn ? input.dataset.query : queuedQuery(input), true);
+    if (heading() === null) return apply(input.dataset.query, true);
+    syncLabels();
+    apply(queuedQuery(input), true);
   });
   // The explanation of the option under the pointer or keyboard focus, shown
   // under its group (tooltips alone are invisible on touch screens).
@@ -282,6 +307,11 @@
         pushes.delete(msg.id);
         app.dataset.busy = "false";
         const last = String(msg.error).trim().split("\n").pop();
+        if (preview) {  // not even the link's plan: the page can only show the default
+          viewFn = null;
+          failed("the composer could not compose this link (" + last + ")");
+          return;
+        }
         setStatus("error", "The composer could not compose this choice (" + last + "). The command shown is unchanged.");
         document.getElementById("controls").reset();  // back to the checked state of the plan shown
       } else if (msg.type === "failed") {
@@ -301,7 +331,8 @@
     };
     worker.postMessage({
       type: "init", mode, indexURL: abs(app.dataset.runtime), snapshotURL: abs(app.dataset.snapshot),
-      snapshotSize: Number(app.dataset.snapshotSize), pyodideVersion: app.dataset.pyodideVersion,
+      snapshotSize: Number(app.dataset.snapshotSize), snapshotSha256: app.dataset.snapshotSha256,
+      pyodideVersion: app.dataset.pyodideVersion,
       pythonURL: abs(app.dataset.python), recipeURL: abs(app.dataset.bundle), catalogURL: abs(app.dataset.catalog),
     });
   }
@@ -324,6 +355,7 @@
   function failed(reason) {
     if (viewFn || statusEl.dataset.state === "failed") return;
     console.error(reason);
+    if (worker) worker.terminate();  // a late "ready" must not bring back an unmarked default
     setStatus("failed", "The interactive composer could not load (" + reason + "). " +
       "The command shown is the recipe default; the command line gives every other choice: python -m composer " +
       app.dataset.recipe + " --query '…'.");
@@ -334,14 +366,16 @@
   // Without a composer the page can only show the default: say so, and keep
   // the controls true to it.
   function swapBack() {
-    document.getElementById("controls").reset();
+    const form = document.getElementById("controls");
+    form.reset();
+    for (const fs of form.querySelectorAll("fieldset")) fs.disabled = true;  // nothing can be composed now
     setPreview(false);
     output.classList.add("default-only");
   }
 
   // A runtime file that never arrives (or a wasm module that fails to
   // compile) can leave Pyodide waiting forever: give up after a while.
-  setTimeout(() => { if (!viewFn) failed("it did not finish loading within 90 s"); }, 90_000);
+  setTimeout(() => { if (!viewFn) failed("it did not finish loading within 180 s"); }, 180_000);
 
   const linkQuery = planQuery(location.search);
   if (linkQuery) {

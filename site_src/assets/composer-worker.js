@@ -38,6 +38,10 @@ async function boot(msg) {
     try {
       bytes = await image;
       if (bytes.length !== msg.snapshotSize) throw new Error(`snapshot is ${bytes.length} bytes, expected ${msg.snapshotSize}`);
+      // A damaged snapshot of the right size would compose wrong commands: check its hash.
+      const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+      const hex = [...digest].map((b) => b.toString(16).padStart(2, "0")).join("");
+      if (hex !== msg.snapshotSha256) throw new Error("snapshot content does not match its SHA-256");
     } catch (err) {
       throw Object.assign(new Error(String(err.message || err)), {stage: "snapshot"});
     }

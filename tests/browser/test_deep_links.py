@@ -151,3 +151,80 @@ def test_worker_renders_the_prerendered_default_identically(page, server):
     page.wait_for_function("!location.search.includes('hardware')")
     settle(page)
     assert page.evaluate(grab) == before
+
+
+CLICK_WHEN_READY = """
+new MutationObserver((_, obs) => {
+  const app = document.getElementById('app');
+  if (app && app.dataset.bootMode) {
+    obs.disconnect();
+    document.querySelector('#controls input[name=features][value=spec_decoding]').click();
+  }
+}).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-boot-mode']});
+"""
+
+
+def test_click_between_ready_and_the_links_plan_keeps_the_link(page, server):
+    # Found by the adversarial pass: the pre-rendered controls' queries are
+    # relative to the default; a click in that window dropped the link's choices.
+    page.add_init_script(CLICK_WHEN_READY)
+    page.goto(f"{server}{K3}?hardware=h200&strategy=multi_node_dep")
+    page.wait_for_function("location.search.includes('spec_decoding')")
+    settle(page)
+    state = page_state(page)
+    assert "hardware=h200" in state["query"] and "strategy=multi_node_dep" in state["query"]
+    assert state["argvs"] == [c["argv"] for c in cli_plan(state["query"])["commands"]]
+
+
+def test_two_quick_clicks_both_count(page, server):
+    page.goto(server + K3)
+    wait_ready(page)
+    page.evaluate("""() => {
+        document.querySelector('#controls input[name=hardware][value=h200]').click();
+        document.querySelector('#controls input[name=install][value=docker]').click();
+    }""")
+    page.wait_for_function("location.search.includes('install=docker')")
+    settle(page)
+    state = page_state(page)
+    assert "hardware=h200" in state["query"], state["query"]
+    assert state["argvs"] == [c["argv"] for c in cli_plan(state["query"])["commands"]]
+
+
+def test_reset_while_loading_then_a_click_starts_from_the_default(page, server):
+    held = []
+    page.route("**/runtime/snapshot-*.bin", lambda route: held.append(route))
+    page.goto(f"{server}{K3}?hardware=h200&features=spec_decoding")
+    while not held:
+        page.wait_for_timeout(50)
+    page.click("#reset")
+    assert page.is_checked('#controls input[name=hardware][value=b300]')
+    page.locator('#controls label.opt:has(input[name="features"][value="text_only"])').click()
+    for route in held:
+        route.continue_()
+    page.unroute("**/runtime/snapshot-*.bin")
+    page.wait_for_function("location.search.includes('text_only')")
+    settle(page)
+    q = page_state(page)["query"]
+    assert "spec_decoding" not in q and "hardware" not in q, q
+
+
+def test_damaged_snapshot_of_the_right_size_is_not_used(page, server, site_dir):
+    snap = next((site_dir / "runtime").glob("snapshot-*.bin"))
+    data = bytearray(snap.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    page.route("**/runtime/snapshot-*.bin", lambda route: route.fulfill(status=200, body=bytes(data)))
+    page.goto(f"{server}{K3}?hardware=gb200&strategy=pd_cluster")
+    wait_ready(page)
+    settle(page)
+    assert page.get_attribute("#app", "data-boot-mode") == "cold"
+    assert "SHA-256" in page.inner_text("#runtime-status")
+    state = page_state(page)
+    assert state["argvs"] == [c["argv"] for c in cli_plan(state["query"])["commands"]]
+
+
+def test_unusable_recipe_data_ends_the_preview_with_a_message(page, server):
+    page.route("**/data/moonshotai/Kimi-K3.json*", lambda route: route.fulfill(status=200, body="{}"))
+    page.goto(f"{server}{K3}?hardware=h200")
+    page.wait_for_function("document.getElementById('runtime-status').dataset.state === 'failed'", timeout=60_000)
+    assert not page.locator("#preview-banner").is_visible()
+    assert page.evaluate("[...document.querySelectorAll('#controls fieldset')].every(f => f.disabled)")
