@@ -42,7 +42,7 @@ from composer.api import compose, compose_page, make_context
 from composer.argv import ArgvError
 from composer import vllm_cli
 from composer.render import environment
-from composer.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths
+from composer.loader import RecipeError, RecipeLoadError, recipe_paths, unsafe_recipe_files
 from composer.schema import Catalog, Recipe
 from composer.checks import check_recipe, load_catalog_checked
 from composer.validate import dump, recipe_json_schema as schema_of_recipes
@@ -263,8 +263,11 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     out = out.resolve()
     check_output_dir(out, recipes_dir.resolve())
     out.parent.mkdir(parents=True, exist_ok=True)
+    lock = _lock(out.parent)
+    _remove_stale_builds(out.parent)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=out.parent))
     try:
+        (tmp / SITE_MARKER).write_text("Built by build.py; this directory is replaced by the next build.\n")
         for sub in ("assets", "data", "api", "schema"):
             (tmp / sub).mkdir()
         for asset in (ROOT / "site_src" / "assets").iterdir():
@@ -273,7 +276,6 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         catalog_text = json.dumps(dump(catalog), separators=(",", ":"))
         (tmp / "data" / "catalog.json").write_text(catalog_text)
         (tmp / "schema" / "recipe.schema.json").write_text(json.dumps(recipe_schema(), indent=1))
-        (tmp / SITE_MARKER).write_text("Built by build.py; this directory is replaced by the next build.\n")
         runtime["catalog"] = f"data/catalog.json?h={_short_hash(catalog_text)}"
         _JOB.update(recipes_dir=recipes_dir, paths=paths, catalog=catalog, tmp=tmp, runtime=runtime, env=env, strict=strict)
         jobs = jobs or os.cpu_count() or 1
@@ -282,7 +284,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
                 results = pool.map(_recipe_job, list(paths), chunksize=4)
         else:
             results = [_recipe_job(rid) for rid in paths]
-        errors = [e for _, _, errs in results for e in errs if e.level == "error"]
+        errors = unsafe_recipe_files(recipes_dir) + [e for _, _, errs in results for e in errs if e.level == "error"]
         warnings = [e for _, _, errs in results for e in errs if e.level != "error"]
         if errors and not keep_going:
             raise RecipeLoadError(errors)
@@ -306,7 +308,27 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         raise
     finally:
         _JOB.clear()
+        lock.close()
     return {"recipes": len(entries), "out": str(out), "errors": errors, "warnings": warnings}
+
+
+def _lock(parent: Path):
+    """An exclusive lock on ``parent/.build.lock`` for the whole build: builds
+    into one folder take turns, so a ``.build-*`` folder found while holding it
+    belongs to a build that crashed."""
+    import fcntl
+
+    fh = open(parent / ".build.lock", "w")
+    fcntl.flock(fh, fcntl.LOCK_EX)
+    return fh
+
+
+def _remove_stale_builds(parent: Path) -> None:
+    """Remove temporary folders that crashed builds left next to ``--out``
+    (only ours: they carry the site marker)."""
+    for old in parent.glob(".build-*"):
+        if old.is_dir() and (old / SITE_MARKER).exists():
+            shutil.rmtree(old, ignore_errors=True)
 
 
 SITE_MARKER = ".vllm-recipes-site"
@@ -371,6 +393,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BuildError as exc:
         print(f"build failed: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # permissions, a full disk: one line naming the path
+        print(f"build failed: {exc.filename or args.out}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     for e in summary["warnings"]:
         print(f"  {e}", file=sys.stderr)

@@ -19,8 +19,8 @@ from pydantic import ValidationError
 
 from composer.api import compose, make_context
 from composer.argv import ArgvError
-from composer.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths
-from composer.schema import Catalog, Recipe
+from composer.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths, unsafe_recipe_files
+from composer.schema import ENV_NAME, Catalog, Recipe
 from composer.validate import check_recipe_args, check_recipe_references, lint_recipe, validate_catalog, validate_recipe
 
 
@@ -30,9 +30,18 @@ def load_catalog_checked(recipes_dir: Path) -> Catalog:
     cat_data, errors = load_catalog_data(recipes_dir)
     if not errors:
         try:
-            return validate_catalog(cat_data)
+            catalog = validate_catalog(cat_data)
         except ValidationError as exc:
             errors += _validation_errors(exc, "taxonomy.yaml / strategies")
+        else:
+            # KV-store env reaches `export` lines: names must be shell identifiers.
+            for sid, st in catalog.strategies.items():
+                for name in ((st.vllm or {}).get("env") or {}):
+                    if not ENV_NAME.match(str(name)):
+                        errors.append(RecipeError(f"kv_store/{sid}.yaml", "vllm.env",
+                                                  f"environment variable name {str(name)[:60]!r} is not a shell identifier"))
+            if not errors:
+                return catalog
     raise RecipeLoadError(errors)
 
 
@@ -65,7 +74,7 @@ def validate(recipes_dir: Path, keep_going: bool = False, strict: bool = False) 
     paths = recipe_paths(recipes_dir)
     if not paths:
         raise RecipeLoadError([RecipeError("models/", "", "no recipes found (expected models/<org>/<repo>.yaml)")])
-    recipes, problems = {}, []
+    recipes, problems = {}, list(unsafe_recipe_files(recipes_dir))
     for rid, path in paths.items():
         recipe, found = check_recipe(recipes_dir, rid, path, catalog, strict)
         problems += found

@@ -20,23 +20,24 @@ from composer.api import compose, make_context
 from composer.argv import ArgvError
 from composer.checks import check_recipe, load_catalog_checked, validate
 from composer.loader import RecipeError, RecipeLoadError, recipe_paths
+from composer.shell import comment
 
 DEFAULT_RECIPES = Path(__file__).resolve().parent.parent / "recipes"
 
 
 def render_text(plan: dict, explain: bool = False) -> str:
     """What a person copies: per command a header, env exports and the command."""
-    out = [f"# {plan['recipe']['title']}: {plan['summary']}"]
+    out = [f"# {comment(plan['recipe']['title'])}: {comment(plan['summary'])}"]
     for n in plan["notices"]:
-        out.append(f"# [{n['level']}] {n['message']}")
+        out.append(f"# [{n['level']}] {comment(n['message'])}")
     for c in plan["capacity"]:
-        out.append(f"# capacity: {c['message']}")
+        out.append(f"# capacity: {comment(c['message'])}")
     cmds = plan["commands"] or plan["blocked_commands"]
     if not plan["commands"]:
         out.append("# The plan has errors; the commands below are NOT expected to work.")
     for c in cmds:
         out.append("")
-        out.append(f"# --- {c['label']} ({c['role']}) ---")
+        out.append(f"# --- {comment(c['label'])} ({c['role']}) ---")
         out.append(c["text"])
         if explain:
             for f in c["provenance"]:

@@ -6,6 +6,8 @@ A recipes directory holds ``taxonomy.yaml``, ``strategies/*.yaml``,
 
 from __future__ import annotations
 
+import re
+import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,10 +65,60 @@ class RecipeLoadError(Exception):
         super().__init__("\n".join(str(e) for e in errors))
 
 
+MAX_FILE_BYTES = 1024 * 1024
+"""Largest recipe, taxonomy or strategy file read (1 MiB; ours are < 20 KiB)."""
+MAX_NODES = 100_000
+"""Largest YAML document, in nodes after aliases are expanded (a few hundred
+bytes of nested ``&a``/``*a`` references can stand for billions of nodes)."""
+
+
+def _expanded_size(node, limit: int) -> int:
+    """Nodes of a composed YAML graph counted as a tree (aliases expanded),
+    memoised per node so the count itself stays linear; stops past ``limit``."""
+    memo: dict[int, int] = {}
+
+    def size(n) -> int:
+        key = id(n)
+        if key in memo:
+            return memo[key]
+        memo[key] = limit + 1  # a cycle counts as too large
+        total = 1
+        if isinstance(n, yaml.MappingNode):
+            for k, v in n.value:
+                total += size(k) + size(v)
+                if total > limit:
+                    break
+        elif isinstance(n, yaml.SequenceNode):
+            for v in n.value:
+                total += size(v)
+                if total > limit:
+                    break
+        memo[key] = min(total, limit + 1)
+        return memo[key]
+
+    return size(node)
+
+
 def _read_yaml(path: Path, root: Path, errors: list[RecipeError]):
+    rel = str(path.relative_to(root))
+    if path.is_symlink() or not path.is_file():
+        errors.append(RecipeError(rel, "", "is not a regular file (a link, device or pipe is never read)"))
+        return None
+    if path.stat().st_size > MAX_FILE_BYTES:
+        errors.append(RecipeError(rel, "", f"is {path.stat().st_size:,} bytes; recipe files are at most {MAX_FILE_BYTES:,}"))
+        return None
     try:
         with path.open(encoding="utf-8") as fh:
-            return yaml.load(fh, Loader=_LOADER)
+            loader = _LOADER(fh)
+            try:
+                node = loader.get_single_node()
+                if node is not None and _expanded_size(node, MAX_NODES) > MAX_NODES:
+                    errors.append(RecipeError(rel, "", f"expands to more than {MAX_NODES:,} values through YAML "
+                                                      "aliases (&anchor / *alias); write the values out"))
+                    return None
+                return loader.construct_document(node) if node is not None else None
+            finally:
+                loader.dispose()
     except (OSError, yaml.YAMLError) as exc:
         errors.append(RecipeError(str(path.relative_to(root)), "", f"cannot be read as YAML: {exc}"))
         return None
@@ -75,13 +127,23 @@ def _read_yaml(path: Path, root: Path, errors: list[RecipeError]):
         return None
 
 
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 60
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist = 2, 3, 3
+
+
+def _short_repr(value) -> str:
+    """A bounded repr: never walks more than a few items of a large value."""
+    return _REPR.repr(value)
+
+
 def _validation_errors(exc: ValidationError, file: str) -> list[RecipeError]:
     out = []
     for err in exc.errors():
         key = ".".join(str(p) for p in err["loc"])
         # Sequences are tuples in the types but lists in YAML: say what the author writes.
         msg = "Input should be a valid list" if err["type"] == "tuple_type" else err["msg"]
-        out.append(RecipeError(file, key, f"{msg} (got {err.get('input')!r:.80})"))
+        out.append(RecipeError(file, key, f"{msg} (got {_short_repr(err.get('input'))})"))
     return out
 
 
@@ -111,9 +173,27 @@ def load_catalog(root: Path) -> Catalog:
         raise RecipeLoadError(_validation_errors(exc, "taxonomy.yaml / strategies")) from None
 
 
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+"""An org or repo name as Hugging Face allows it (letters, digits, ``-``, ``_``,
+``.``; at most 96): recipe ids become URLs, file names and page links."""
+
+
 def recipe_paths(root: Path) -> dict[str, Path]:
-    """``{recipe_id: path}`` for every ``models/<org>/<repo>.yaml``."""
-    return {f"{p.parent.name}/{p.stem}": p for p in sorted((root / "models").glob("*/*.yaml"))}
+    """``{recipe_id: path}`` for every ``models/<org>/<repo>.yaml`` whose org and
+    repo are safe names (``unsafe_recipe_files`` lists the others)."""
+    return {f"{p.parent.name}/{p.stem}": p for p in sorted((root / "models").glob("*/*.yaml"))
+            if SAFE_NAME.match(p.parent.name) and SAFE_NAME.match(p.stem) and ".." not in p.stem}
+
+
+def unsafe_recipe_files(root: Path) -> list[RecipeError]:
+    """An error for every recipe file whose org or repo is not a safe name."""
+    out = []
+    for p in sorted((root / "models").glob("*/*.yaml")):
+        if not (SAFE_NAME.match(p.parent.name) and SAFE_NAME.match(p.stem) and ".." not in p.stem):
+            shown = repr(f"{p.parent.name}/{p.stem}")[:80]
+            out.append(RecipeError(f"models/{shown}", "", "the recipe id (org/repo from the file path) must be letters, "
+                                   "digits, '-', '_' and '.' as on Hugging Face; the file is not built"))
+    return out
 
 
 def load_recipe_data(root: Path, recipe_id: str, path: Path | None = None) -> dict:

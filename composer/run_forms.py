@@ -12,7 +12,12 @@ from __future__ import annotations
 from composer.argv import flag_value
 from composer.context import RecipeContext
 from composer.outputs import ClientChecks, Command, CompanionProcess, Install
-from composer.shell import PLACEHOLDER_RE, command_text, quote
+from composer.shell import PLACEHOLDER_RE, command_text, comment, heredoc_body, quote, recipe_command
+
+
+def _install(line):
+    """An install line from recipe data, safe to paste (``recipe_command``)."""
+    return recipe_command(str(line)) if line else None
 
 DEFAULT_IMAGES = {
     "nvidia": ("vllm/vllm-openai:latest", "vllm/vllm-openai:nightly"),
@@ -105,7 +110,7 @@ def install(ctx: RecipeContext, sel, companions: list[CompanionProcess]) -> Inst
     elif brand == "amd":
         pip = f"uv pip install {spec} --extra-index-url https://wheels.vllm.ai/rocm"
     if isinstance(inst, dict) and isinstance(inst.get("pip"), dict) and inst["pip"].get("command"):
-        pip = str(inst["pip"]["command"]).strip()
+        pip = recipe_command(str(inst["pip"]["command"]).strip())
     if isinstance(inst, dict) and inst.get("pip") is False:
         pip = None
     if pip and not pip.startswith("uv venv"):
@@ -115,7 +120,7 @@ def install(ctx: RecipeContext, sel, companions: list[CompanionProcess]) -> Inst
     extras = [c.install for c in companions if c.install]
     kv = ctx.catalog.taxonomy.kv_offload.get(sel.kv_offload) if sel.kv_offload else None
     if kv is not None and kv.install:
-        extras.append(kv.install)
+        extras.append(_install(kv.install))
     return Install(pip=pip, docker=f"docker pull {image}" if image else None, image=image, notes=tuple(notes),
                    extras=tuple(dict.fromkeys(extras)),
                    docker_reason=None if image else f"No vLLM container image is known for {ctx.hw(sel.hardware).brand} hardware.")
@@ -167,14 +172,14 @@ def companions(ctx: RecipeContext, sel) -> list[CompanionProcess]:
     kv = ctx.catalog.taxonomy.kv_offload.get(sel.kv_offload) if sel.kv_offload else None
     if kv is not None and kv.companion and kv.companion.command:
         out.append(CompanionProcess(kv.companion.label or f"{kv.label} server", kv.companion.description,
-                                    kv.companion.command.strip(), kv.install))
+                                    recipe_command(kv.companion.command), _install(kv.install)))
     store = ctx.catalog.strategies.get(sel.kv_offload) if sel.kv_offload else None
     if store is not None and store.deploy_type == "kv_store_lb":
         out += _mooncake_companions(ctx, sel, store)
     for fid in sel.features:
         f = ctx.recipe.features.get(fid)
         if f and f.companion and f.companion.command and not ctx.feature_block_reason(fid, sel.strategy):
-            out.append(CompanionProcess(f.companion.label or fid, f.companion.description, f.companion.command.strip(), None))
+            out.append(CompanionProcess(f.companion.label or fid, f.companion.description, recipe_command(f.companion.command), None))
     return out
 
 
@@ -191,16 +196,16 @@ def _mooncake_companions(ctx: RecipeContext, sel, store) -> list[CompanionProces
     master = store.mooncake_master or {}
     if master.get("command"):
         out.append(CompanionProcess("Mooncake master", str(master.get("description", "")),
-                                    str(master["command"]).strip(), install_line))
+                                    recipe_command(str(master["command"])), _install(install_line)))
     store_cfg = store.mooncake_store_config or {}
     if isinstance(store_cfg, dict) and store_cfg.get("command"):
         out.append(CompanionProcess("Mooncake store", str(store_cfg.get("description", "")),
-                                    str(store_cfg["command"]).strip(), install_line))
+                                    recipe_command(str(store_cfg["command"])), _install(install_line)))
     cfg = store.mooncake_vllm_config or {}
     template = cfg.get("template") if isinstance(cfg, dict) else None
     if template:
-        body = json.dumps(template, indent=2)
-        note = "\n".join("# " + line for line in str(cfg.get("note", "")).strip().splitlines())
+        body = heredoc_body(json.dumps(template, indent=2))
+        note = "\n".join("# " + comment(line) for line in str(cfg.get("note", "")).strip().splitlines())
         command = (f"{note}\n" if note else "") + (
             'export MOONCAKE_CONFIG_PATH="${MOONCAKE_CONFIG_PATH:-/etc/mooncake/mooncake_vllm_config.json}"\n'
             'mkdir -p "$(dirname "$MOONCAKE_CONFIG_PATH")"\n'
@@ -213,7 +218,7 @@ def script(plan_summary: str, cmd: Command, text: str) -> str:
     """A runnable shell script for one node: checks that every placeholder is set,
     then exports the env and runs the command."""
     names = sorted(set(m.group(0)[1:] for m in PLACEHOLDER_RE.finditer(text)) - {"HOME"})
-    lines = ["#!/usr/bin/env bash", f"# {plan_summary}", f"# {cmd.label} ({cmd.role})", "set -euo pipefail", ""]
+    lines = ["#!/usr/bin/env bash", f"# {comment(plan_summary)}", f"# {comment(cmd.label)} ({cmd.role})", "set -euo pipefail", ""]
     for name in names:
         lines.append(f': "${{{name}:?set {name} first (see the configurator page)}}"')
     if names:

@@ -22,6 +22,7 @@ Sizes are in decimal GB (10^9 bytes) throughout.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Mapping, Optional, Union
 
@@ -54,12 +55,32 @@ def _args_list(value: Any) -> Any:
     return value
 
 
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+"""A shell variable name: what ``export NAME=value`` accepts (POSIX)."""
+MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*(/[A-Za-z0-9][A-Za-z0-9._\-]*)*$")
+"""A Hugging Face model id (``org/name``, letters, digits, ``-``, ``_``, ``.``) or a
+relative path of such parts; nothing a shell or a URL would read specially."""
+
+
 def _env_map(value: Any) -> Any:
     if value is None:
         return {}
     if isinstance(value, dict):
+        bad = [str(k) for k in value if not ENV_NAME.match(str(k))]
+        if bad:
+            raise ValueError(f"environment variable name {bad[0][:60]!r} is not a shell identifier "
+                             "(letters, digits and _, not starting with a digit)")
         return {str(k): scalar_to_str(v) for k, v in value.items()}
     return value
+
+
+def _model_id(value: Any) -> Any:
+    if isinstance(value, str) and not (MODEL_ID.match(value) and len(value) <= 200 and ".." not in value.split("/")):
+        raise ValueError(f"model id {value[:60]!r} is not a Hugging Face id (org/name of letters, digits, '-', '_', '.')")
+    return value
+
+
+ModelId = Annotated[str, BeforeValidator(_model_id)]
 
 
 def _none_to_empty(value: Any) -> Any:
@@ -262,7 +283,7 @@ class Variant:
     label: str = ""
     description: str = ""
     vram_minimum_gb: Optional[GB] = None
-    model_id: Optional[str] = None
+    model_id: Optional[ModelId] = None
     extra_args: Args = ()
     extra_env: Env = field(default_factory=dict)
     tp: Union[int, Mapping[str, int], None] = None
@@ -327,7 +348,7 @@ class Model:
     ``install`` is the public format's per-method install block (semantics §2.1).
     """
 
-    model_id: str
+    model_id: ModelId
     base_args: Args = ()
     base_env: Env = field(default_factory=dict)
     num_attention_heads: Optional[Positive] = None
@@ -371,7 +392,7 @@ class OmniTask:
     key: Optional[str] = None
     label: str = ""
     description: str = ""
-    model_id: Optional[str] = None
+    model_id: Optional[ModelId] = None
     vram_minimum_gb: Optional[GB] = None
     extra_args: Args = ()
     endpoint: Optional[str] = None

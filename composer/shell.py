@@ -63,3 +63,38 @@ def _group(tokens: list[str]) -> list[list[str]]:
 def env_text(env: dict[str, str]) -> str:
     """``export K=V`` lines, values quoted like argv words."""
     return "\n".join(f"export {k}={quote(v)}" for k, v in env.items())
+
+
+def comment(text: str) -> str:
+    """Recipe text for a ``#`` comment line: one line (newlines and control
+    characters folded into spaces), so it can never start a command."""
+    return " ".join("".join(ch if ch.isprintable() else " " for ch in str(text)).split())
+
+
+def recipe_command(text: str) -> str:
+    """A shell command written in recipe data (a companion process, a pip
+    line), made safe to paste: its ``#`` comment lines are kept as comments,
+    the rest is split into words as a shell would (``shlex``, continuation
+    lines joined) and every word is quoted again, so ``;``, ``&&``, pipes,
+    backticks and ``$(…)`` are plain arguments; ``$UPPER_CASE`` placeholders
+    stay live. Text that does not split (an unbalanced quote) is refused."""
+    notes = [comment(line.strip().lstrip("#")) for line in str(text).splitlines() if line.strip().startswith("#")]
+    joined = re.sub(r"\\\r?\n", " ", str(text))  # a backslash-newline continues the line, as in a shell
+    try:
+        argv = shlex.split(joined, comments=True)
+    except ValueError as exc:
+        raise ValueError(f"the command cannot be read as shell words ({exc})") from None
+    if not argv:
+        return "\n".join(f"# {n}" for n in notes)
+    head = max(1, next((i for i, t in enumerate(argv) if t.startswith("-")), len(argv)))  # program and subcommands
+    return "\n".join([f"# {n}" for n in notes] + [command_text(argv, head=head)])
+
+
+def heredoc_body(text: str) -> str:
+    """Text for an unquoted ``<<EOF`` here-document: backslashes, backticks
+    and every ``$`` except ``$UPPER_CASE`` placeholders are escaped, so only the
+    placeholders expand (no command substitution from data); a line that is
+    exactly ``EOF`` cannot end it early."""
+    out = text.replace("\\", "\\\\").replace("`", "\\`")
+    out = re.sub(r"\$(?![A-Z][A-Z0-9_]*)", r"\\$", out)
+    return "\n".join(" EOF" if line == "EOF" else line for line in out.split("\n"))

@@ -5,6 +5,7 @@
   const form = document.getElementById("filters");
   const items = [...document.querySelectorAll("#recipes > li")];
   if (!form) return;
+  form.addEventListener("submit", (ev) => ev.preventDefault());
   const count = document.getElementById("count");
   const fields = ["q", "provider", "task", "hardware"];
 

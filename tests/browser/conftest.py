@@ -55,3 +55,27 @@ def wait_ready(page, timeout=90_000):
         "document.getElementById('runtime-status').dataset.state === 'failed'", timeout=timeout)
     state = page.get_attribute("#runtime-status", "data-state")
     assert state == "ready", page.inner_text("#runtime-status")
+
+
+CSP_RECORDER = """
+window.__csp = [];
+document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));
+"""
+
+
+@pytest.fixture(autouse=True)
+def no_csp_violations(request):
+    """Every page of the suite runs under the site's Content-Security-Policy;
+    a test whose page reports a violation fails."""
+    if "page" not in request.fixturenames:
+        yield
+        return
+    page = request.getfixturevalue("page")
+    page.add_init_script(CSP_RECORDER)
+    yield
+    if not page.is_closed():
+        try:
+            found = page.evaluate("window.__csp || []")
+        except Exception:  # the page navigated away or crashed: nothing to read
+            found = []
+        assert not found, found
