@@ -94,7 +94,9 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-b
         "--disable-component-update", "--no-first-run", "--disable-sync"]
 
 
-def serve(site: Path):
+def serve(site: Path, served: list | None = None):
+    """A static server of ``site`` on 127.0.0.1; ``served`` collects the files
+    it sent with a body (GET)."""
     import functools
     import http.server
     import threading
@@ -102,6 +104,12 @@ def serve(site: Path):
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
+
+        def send_head(self):
+            f = super().send_head()
+            if f is not None and served is not None and self.command == "GET":
+                served.append(self.translate_path(self.path))
+            return f
 
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -158,25 +166,21 @@ def click_times(browser, base: str, clicks: int) -> list[float]:
     return out
 
 
-def transfer(browser, url: str) -> tuple[int, int, int]:
+def transfer(browser, url: str, served: list) -> tuple[int, int, int]:
     """Bytes a first visit transfers (raw, and gzip-compressed as a static host
-    with compression would send them) and the number of requests."""
+    with compression would send them) and the number of requests, counted by
+    the server (the worker's fetches included)."""
     ctx = browser.new_context()
     page = ctx.new_page()
-    bodies = []
-    page.on("response", lambda r: bodies.append(r))
+    served.clear()
     page.goto(url)
     page.wait_for_function(READY, timeout=120_000)
-    raw = gz = 0
-    for r in bodies:
-        try:
-            body = r.body()
-        except Exception:  # a HEAD request has no body
-            continue
-        raw += len(body)
-        gz += len(gzip.compress(body, 6))
+    page.wait_for_timeout(500)
     ctx.close()
-    return raw, gz, len(bodies)
+    files = [Path(f) / "index.html" if Path(f).is_dir() else Path(f) for f in served]
+    raw = sum(f.stat().st_size for f in files)
+    gz = sum(len(gzip.compress(f.read_bytes(), 6)) for f in files)
+    return raw, gz, len(files)
 
 
 def second_page_time(browser, base: str, runs: int) -> list[float]:
@@ -198,7 +202,8 @@ def second_page_time(browser, base: str, runs: int) -> list[float]:
 def browser_figures(site: Path, runs: int) -> None:
     from playwright.sync_api import sync_playwright
 
-    httpd, base = serve(site)
+    served: list = []
+    httpd, base = serve(site, served)
     med = statistics.median
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium", args=ARGS)
@@ -209,7 +214,7 @@ def browser_figures(site: Path, runs: int) -> None:
                   f"cold median {med(cold):.2f} s (p95 {pct(cold, .95):.2f}), warm median {med(warm):.2f} s (p95 {pct(warm, .95):.2f})")
         clicks = click_times(b, base, 60)
         print(f"browser, click → plan on screen (60 random clicks): p50 {pct(clicks, .5):.0f} ms, p95 {pct(clicks, .95):.0f} ms")
-        raw, gz, n = transfer(b, base + DEEP_LINKS[0])
+        raw, gz, n = transfer(b, base + DEEP_LINKS[0], served)
         print(f"browser, first visit of a deep link: {n} requests, {raw:,} bytes raw, {gz:,} bytes gzip")
         second = second_page_time(b, base, runs)
         print(f"browser, second recipe page in the same tab: median {med(second):.2f} s")

@@ -20,6 +20,9 @@ from jinja2 import BaseLoader, DictLoader, Environment, StrictUndefined, select_
 FRAGMENTS = ("controls", "summary", "notices", "capacity", "commands", "extras")
 """Containers of recipe.html (element ids) whose inner HTML the worker renders;
 each is the macro ``<name>_block`` of ``_macros.html``."""
+PLAN_FRAGMENTS = FRAGMENTS[1:]
+"""The fragments that show the plan; ``controls`` comes second (it costs the
+most: every option's query is resolved) so a click shows its plan first."""
 MACROS = "_macros.html"
 
 
@@ -38,9 +41,9 @@ class PageRenderer:
         self.env = env
         self.macros = env.get_template(MACROS).module
 
-    def fragments(self, view: dict) -> dict[str, str]:
-        """``{fragment name: inner HTML}`` for every name in ``FRAGMENTS``."""
-        return {name: str(getattr(self.macros, f"{name}_block")(view)) for name in FRAGMENTS}
+    def fragments(self, view: dict, names=FRAGMENTS) -> dict[str, str]:
+        """``{fragment name: inner HTML}`` for every name in ``names``."""
+        return {name: str(getattr(self.macros, f"{name}_block")(view)) for name in names}
 
 
 _BROWSER: PageRenderer | None = None
@@ -55,14 +58,50 @@ def install_templates(sources: dict[str, str]) -> None:
 
 
 def page_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
-    """Browser entry point: the page view of ``query`` rendered. Returns JSON
-    ``{plan, fragments}``: ``plan`` is the plan dict (argv, scripts, URL: what
-    Copy, Download and Share act on), ``fragments`` the HTML of each container."""
-    from composer.api import compose_page, context_from_json
+    """The page view of ``query`` rendered, as JSON ``{plan, fragments}``:
+    ``plan`` is the plan dict (argv, scripts, URL: what Copy, Download and
+    Share act on), ``fragments`` the HTML of every container. The worker asks
+    for it in two parts (``plan_json`` then ``controls_json``); this is both."""
+    first = json.loads(plan_json(recipe_json, catalog_json, query))
+    first["fragments"].update(json.loads(controls_json(recipe_json, catalog_json, query))["fragments"])
+    first["fragments"] = {name: first["fragments"][name] for name in FRAGMENTS}
+    return json.dumps(first)
 
+
+_LAST: dict = {}
+"""The selection of the last ``plan_json`` (its ``controls_json`` follows)."""
+
+
+def _renderer() -> PageRenderer:
     if _BROWSER is None:
         raise RuntimeError("install_templates() was not called")
-    view = compose_page(context_from_json(recipe_json, catalog_json), query)
-    fragments = _BROWSER.fragments(view)
-    plan = {k: v for k, v in view.items() if k not in ("options", "groups")}
-    return json.dumps({"plan": plan, "fragments": fragments})
+    return _BROWSER
+
+
+def plan_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
+    """The plan of ``query`` and its fragments (all but the controls), as JSON
+    ``{plan, fragments}``."""
+    from composer.api import context_from_json
+    from composer.outputs import to_json
+    from composer.plan import plan_and_selection
+
+    ctx = context_from_json(recipe_json, catalog_json)
+    plan, sel, canon = plan_and_selection(ctx, query)
+    _LAST.clear()
+    _LAST[(id(ctx), query)] = (sel, canon)
+    data = to_json(plan)
+    return json.dumps({"plan": data, "fragments": _renderer().fragments(data, PLAN_FRAGMENTS)})
+
+
+def controls_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
+    """The page's controls for ``query``, rendered: JSON ``{fragments: {controls}}``."""
+    from composer.api import context_from_json
+    from composer.controls import build_options, groups
+    from composer.outputs import to_json
+    from composer.plan import plan_and_selection
+
+    ctx = context_from_json(recipe_json, catalog_json)
+    found = _LAST.get((id(ctx), query))
+    sel, canon = found if found else plan_and_selection(ctx, query)[1:]
+    view = {"options": to_json(build_options(ctx, sel, canon)), "groups": groups()}
+    return json.dumps({"fragments": _renderer().fragments(view, ("controls",))})

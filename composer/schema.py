@@ -57,9 +57,9 @@ def _args_list(value: Any) -> Any:
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """A shell variable name: what ``export NAME=value`` accepts (POSIX)."""
-MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*(/[A-Za-z0-9][A-Za-z0-9._\-]*)*$")
+MODEL_ID = re.compile(r"^/?[A-Za-z0-9._][A-Za-z0-9._\-]*(/[A-Za-z0-9._][A-Za-z0-9._\-]*)*$")
 """A Hugging Face model id (``org/name``, letters, digits, ``-``, ``_``, ``.``) or a
-relative path of such parts; nothing a shell or a URL would read specially."""
+local path of such parts (``/models/x``); nothing a shell or a URL reads specially."""
 
 
 def _env_map(value: Any) -> Any:
@@ -76,7 +76,8 @@ def _env_map(value: Any) -> Any:
 
 def _model_id(value: Any) -> Any:
     if isinstance(value, str) and not (MODEL_ID.match(value) and len(value) <= 200 and ".." not in value.split("/")):
-        raise ValueError(f"model id {value[:60]!r} is not a Hugging Face id (org/name of letters, digits, '-', '_', '.')")
+        raise ValueError(f"model id {value[:60]!r} is not a Hugging Face id or a local path "
+                         "(org/name of letters, digits, '-', '_', '.')")
     return value
 
 

@@ -20,6 +20,7 @@
   let viewFn = null;      // set when the composer is ready
   let pending = null;     // {query, push}: what to compose once it is ready
   let target = null;      // query of the latest request sent to the worker
+  let controlsFor = 0;    // id of the request whose controls are on screen (0: the pre-rendered ones)
   let preview = false;    // the page shows the default, not the URL's plan
   let clickAt = null;     // performance.now() of the last click, for data-click-ms
 
@@ -96,7 +97,7 @@
   // is heading for.
   function heading() {
     if (pending) return pending.query;
-    if (target !== null && target !== app.dataset.query) return target;
+    if (seq > controlsFor) return target;
     if (preview) return planQuery(location.search);
     return null;
   }
@@ -132,7 +133,7 @@
     const open = [...document.querySelectorAll("details[open]")].map(detailsKey).filter(Boolean);
     const tab = document.querySelector('#commands [role="tab"][aria-selected="true"]');
     const tabId = tab ? tab.id : null;
-    for (const name of FRAGMENTS) document.getElementById(name).innerHTML = fragments[name];
+    for (const name of FRAGMENTS) if (name in fragments) document.getElementById(name).innerHTML = fragments[name];
     for (const key of open) {
       const d = document.querySelector(key);
       if (d) d.open = true;
@@ -196,6 +197,8 @@
     viewFn(id, query);
   }
 
+  // The worker answers each request in two parts: the plan (what the click
+  // is for) and then the controls; only the latest request's parts are shown.
   function received(id, next) {
     const push = pushes.get(id);
     pushes.delete(id);
@@ -207,12 +210,18 @@
     const url = location.pathname + withView(plan.url) + location.hash;
     if (push) history.pushState({q: plan.query}, "", url);
     else history.replaceState({q: plan.query}, "", url);
-    app.dataset.busy = "false";
-    app.dataset.ready = "true";
     if (clickAt !== null) {  // click → plan on screen, read by `make bench`
       app.dataset.clickMs = (performance.now() - clickAt).toFixed(1);
       clickAt = null;
     }
+  }
+
+  function receivedControls(id, next) {
+    if (id !== seq) return;
+    swap(next.fragments);
+    controlsFor = id;
+    app.dataset.busy = "false";
+    app.dataset.ready = "true";
   }
 
   document.getElementById("controls").addEventListener("submit", (ev) => ev.preventDefault());
@@ -299,9 +308,11 @@
       const msg = ev.data;
       if (msg.type === "progress") setStatus("loading", msg.text);
       else if (msg.type === "ready") ready(msg, why);
-      else if (msg.type === "view") {
+      else if (msg.type === "plan") {
         app.dataset.composeMs = String(msg.ms);
         received(msg.id, JSON.parse(msg.view));
+      } else if (msg.type === "controls") {
+        receivedControls(msg.id, JSON.parse(msg.view));
       } else if (msg.type === "error") {
         // Keep the page true to the command it shows: undo the click, say why.
         pushes.delete(msg.id);

@@ -6,8 +6,10 @@
 // replies {type:"progress"|"ready"|"failed"} and {type:"view"|"error", id, …}.
 import {growingFactory, installSitePython} from "./boot-python.mjs";
 
-let pageJson = null;
+let planJson = null;
+let controlsJson = null;
 let ready = null;
+let latest = 0;  // id of the newest view request: older ones are skipped
 
 async function get(url, what, kind) {
   const r = await fetch(url);
@@ -61,8 +63,10 @@ async function boot(msg) {
   }
   const tRuntime = performance.now() - t0;
   const [recipeText, catalogText] = await data;
-  const fn = pyodide.globals.get("composer").render.page_json;
-  pageJson = (query) => fn(recipeText, catalogText, query);
+  const render = pyodide.globals.get("composer").render;
+  const planFn = render.plan_json, controlsFn = render.controls_json;
+  planJson = (query) => planFn(recipeText, catalogText, query);
+  controlsJson = (query) => controlsFn(recipeText, catalogText, query);
   const ms = Math.round(performance.now() - t0);
   self.postMessage({type: "ready", mode: msg.mode, ms, timings: {runtime: Math.round(tRuntime), ready: ms}});
 }
@@ -77,11 +81,20 @@ self.onmessage = async (ev) => {
     return;
   }
   if (msg.type === "view") {
+    latest = msg.id;
     try { await ready; } catch (err) { return; }
+    if (msg.id !== latest) return;  // a newer choice came in meanwhile
     try {
-      const t = performance.now();
-      const out = pageJson(msg.query);
-      self.postMessage({type: "view", id: msg.id, view: out, ms: Math.round(performance.now() - t)});
+      // The plan first (what a click is for), then the controls, which cost
+      // more: every option's effect is resolved.
+      let t = performance.now();
+      const plan = planJson(msg.query);
+      self.postMessage({type: "plan", id: msg.id, view: plan, ms: Math.round(performance.now() - t)});
+      await new Promise((resolve) => setTimeout(resolve, 0));  // let a newer request in
+      if (msg.id !== latest) return;
+      t = performance.now();
+      const controls = controlsJson(msg.query);
+      self.postMessage({type: "controls", id: msg.id, view: controls, ms: Math.round(performance.now() - t)});
     } catch (err) {
       self.postMessage({type: "error", id: msg.id, error: String((err && err.message) || err)});
     }

@@ -50,8 +50,8 @@ def server(site_dir):
 
 def wait_ready(page, timeout=90_000):
     """Wait until the composer has loaded in the page (or failed to)."""
-    page.wait_for_function(
-        "(document.getElementById('app').dataset.ready === 'true' && document.getElementById('app').dataset.busy !== 'true') || "
+    page.wait_for_function(  # a function, not an expression: the page's CSP forbids eval
+        "() => (document.getElementById('app').dataset.ready === 'true' && document.getElementById('app').dataset.busy !== 'true') || "
         "document.getElementById('runtime-status').dataset.state === 'failed'", timeout=timeout)
     state = page.get_attribute("#runtime-status", "data-state")
     assert state == "ready", page.inner_text("#runtime-status")

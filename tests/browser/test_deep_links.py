@@ -98,7 +98,7 @@ def test_click_while_loading_is_applied_on_the_links_state(page, server):
     page.goto(f"{server}{K3}?hardware=gb200&strategy=pd_cluster")
     page.wait_for_function("() => document.documentElement.classList.contains('link-preview')")
     page.locator('#controls label.opt:has(input[name="install"][value="docker"])').click()
-    page.wait_for_function("document.getElementById('runtime-status').dataset.state === 'queued'")
+    page.wait_for_function("() => document.getElementById('runtime-status').dataset.state === 'queued'")
     assert page.locator("#preview-banner").is_visible()
     while not held:  # the worker has asked for the snapshot: release it
         page.wait_for_timeout(50)
@@ -145,10 +145,10 @@ def test_worker_renders_the_prerendered_default_identically(page, server):
     grab = "() => ['controls','summary','notices','capacity','commands','extras'].map(id => document.getElementById(id).innerHTML)"
     before = page.evaluate(grab)
     click(page, "hardware", "h200")
-    page.wait_for_function("location.search.includes('hardware=h200')")
+    page.wait_for_function("() => location.search.includes('hardware=h200')")
     settle(page)
     page.click("#reset")  # the worker renders the default with the same macros
-    page.wait_for_function("!location.search.includes('hardware')")
+    page.wait_for_function("() => !location.search.includes('hardware')")
     settle(page)
     assert page.evaluate(grab) == before
 
@@ -169,7 +169,7 @@ def test_click_between_ready_and_the_links_plan_keeps_the_link(page, server):
     # relative to the default; a click in that window dropped the link's choices.
     page.add_init_script(CLICK_WHEN_READY)
     page.goto(f"{server}{K3}?hardware=h200&strategy=multi_node_dep")
-    page.wait_for_function("location.search.includes('spec_decoding')")
+    page.wait_for_function("() => location.search.includes('spec_decoding')")
     settle(page)
     state = page_state(page)
     assert "hardware=h200" in state["query"] and "strategy=multi_node_dep" in state["query"]
@@ -183,7 +183,7 @@ def test_two_quick_clicks_both_count(page, server):
         document.querySelector('#controls input[name=hardware][value=h200]').click();
         document.querySelector('#controls input[name=install][value=docker]').click();
     }""")
-    page.wait_for_function("location.search.includes('install=docker')")
+    page.wait_for_function("() => location.search.includes('install=docker')")
     settle(page)
     state = page_state(page)
     assert "hardware=h200" in state["query"], state["query"]
@@ -202,7 +202,7 @@ def test_reset_while_loading_then_a_click_starts_from_the_default(page, server):
     for route in held:
         route.continue_()
     page.unroute("**/runtime/snapshot-*.bin")
-    page.wait_for_function("location.search.includes('text_only')")
+    page.wait_for_function("() => location.search.includes('text_only')")
     settle(page)
     q = page_state(page)["query"]
     assert "spec_decoding" not in q and "hardware" not in q, q
@@ -225,6 +225,6 @@ def test_damaged_snapshot_of_the_right_size_is_not_used(page, server, site_dir):
 def test_unusable_recipe_data_ends_the_preview_with_a_message(page, server):
     page.route("**/data/moonshotai/Kimi-K3.json*", lambda route: route.fulfill(status=200, body="{}"))
     page.goto(f"{server}{K3}?hardware=h200")
-    page.wait_for_function("document.getElementById('runtime-status').dataset.state === 'failed'", timeout=60_000)
+    page.wait_for_function("() => document.getElementById('runtime-status').dataset.state === 'failed'", timeout=60_000)
     assert not page.locator("#preview-banner").is_visible()
     assert page.evaluate("[...document.querySelectorAll('#controls fieldset')].every(f => f.disabled)")

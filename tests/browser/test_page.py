@@ -77,7 +77,7 @@ def test_landing_prerendered_then_live(page, server):
     argv = state["argvs"][0]
     assert argv[:3] == ["vllm", "serve", "moonshotai/Kimi-K3"]
     assert argv[argv.index("--tensor-parallel-size") + 1] == "8"
-    page.wait_for_function("document.getElementById('runtime-status').dataset.state === 'failed'")
+    page.wait_for_function("() => document.getElementById('runtime-status').dataset.state === 'failed'")
     assert "could not load" in page.inner_text("#runtime-status")
     assert page.is_visible("#commands pre.cmd")
 
@@ -157,20 +157,20 @@ def test_reload_restores_state_and_history(page, server):
     page.goto(server + K3)
     wait_ready(page)
     click(page, "hardware", "h200")
-    page.wait_for_function("location.search.includes('h200')")
+    page.wait_for_function("() => location.search.includes('h200')")
     click(page, "strategy", "multi_node_dep")
-    page.wait_for_function("location.search.includes('multi_node_dep')")
+    page.wait_for_function("() => location.search.includes('multi_node_dep')")
     state = page_state(page)
     page.reload()
     wait_ready(page)
     again = page_state(page)
     assert again == state
     page.go_back()
-    page.wait_for_function("!location.search.includes('multi_node_dep')")
+    page.wait_for_function("() => !location.search.includes('multi_node_dep')")
     back = assert_matches_cli(page)
     assert back["selected"]["hardware"] == ["h200"]
     page.go_forward()
-    page.wait_for_function("location.search.includes('multi_node_dep')")
+    page.wait_for_function("() => location.search.includes('multi_node_dep')")
     assert page_state(page)["argvs"] == state["argvs"]
 
 
@@ -193,13 +193,13 @@ def test_pd_pools_kv_offload_and_explain(page, server):
     page.goto(f"{server}{K3}?hardware=gb200")
     wait_ready(page)
     click(page, "strategy", "pd_cluster")
-    page.wait_for_function("location.search.includes('pd_cluster')")
+    page.wait_for_function("() => location.search.includes('pd_cluster')")
     state = assert_matches_cli(page)
     labels = state["labels"]
     assert labels[-1] == "Router" and any(x.startswith("Prefill") for x in labels) and any(x.startswith("Decode") for x in labels)
     assert state["selected"]["prefill_mode"] == ["tep"] and state["selected"]["decode_mode"] == ["dep"]
     click(page, "decode_nodes", "6")
-    page.wait_for_function("location.search.includes('decode_nodes=6')")
+    page.wait_for_function("() => location.search.includes('decode_nodes=6')")
     state = assert_matches_cli(page)
     assert sum(1 for x in state["labels"] if x.startswith("Decode")) == 6
     router = state["argvs"][-1]
@@ -211,16 +211,16 @@ def test_pd_pools_kv_offload_and_explain(page, server):
     assert "unsupported" in title
     # KV offload drives the URL and the command on a non-P/D strategy.
     click(page, "strategy", "multi_node_tp")  # the recommended strategy on GB200: omitted from the URL
-    page.wait_for_function("!location.search.includes('pd_cluster')")
+    page.wait_for_function("() => !location.search.includes('pd_cluster')")
     assert page_state(page)["selected"]["strategy"] == ["multi_node_tp"]
     click(page, "kv_offload", "simple")
-    page.wait_for_function("location.search.includes('kv_offload=simple')")
+    page.wait_for_function("() => location.search.includes('kv_offload=simple')")
     state = assert_matches_cli(page)
     assert "--kv-transfer-config" in state["argvs"][0]
     assert page.locator('#notices li[data-code="kv-host-memory"]').count() == 1
     # The explain view names the layer that set a flag.
     click(page, "features", "spec_decoding")
-    page.wait_for_function("location.search.includes('spec_decoding')")
+    page.wait_for_function("() => location.search.includes('spec_decoding')")
     page.locator("#panel-0 details.explain summary").click()
     row = page.locator('#panel-0 tr[data-flag="--speculative-config"]')
     assert "features" in row.inner_text() and "spec_decoding" in row.inner_text()
