@@ -51,39 +51,65 @@ def recipe_json_schema() -> dict:
     return schema
 
 
-def arg_lists(recipe: Recipe):
-    """Yield ``(key path, tokens)`` for every argv list a recipe declares."""
-    yield "model.base_args", recipe.model.base_args
+def recipe_lists(recipe: Recipe):
+    """Yield ``(key path, "args" | "env", value)`` for every arg list and env
+    block a recipe declares: the one walker over a recipe's key paths. The
+    checks, the lint and the composer's provenance (``composer.layers``) name
+    the same paths (a test composes each one and compares)."""
+
+    def block(prefix: str, b, args_only: bool = False):
+        if not args_only:
+            yield f"{prefix}.extra_args", "args", b.extra_args
+        yield f"{prefix}.args", "args", b.args
+        if not args_only:
+            yield f"{prefix}.extra_env", "env", b.extra_env
+
+    yield "model.base_args", "args", recipe.model.base_args
+    yield "model.base_env", "env", recipe.model.base_env
     for vid, v in recipe.variants.items():
-        yield f"variants.{vid}.extra_args", v.extra_args
+        yield f"variants.{vid}.extra_args", "args", v.extra_args
+        yield f"variants.{vid}.extra_env", "env", v.extra_env
         for hk, b in v.hardware_overrides.items():
-            yield f"variants.{vid}.hardware_overrides.{hk}.extra_args", b.extra_args
+            yield from block(f"variants.{vid}.hardware_overrides.{hk}", b)
     for hk, b in recipe.hardware_overrides.items():
-        yield f"hardware_overrides.{hk}.extra_args", b.extra_args
-        yield f"hardware_overrides.{hk}.args", b.args
+        yield from block(f"hardware_overrides.{hk}", b)
     for sid, so in recipe.strategy_overrides.items():
-        yield f"strategy_overrides.{sid}.extra_args", so.extra_args
-        yield f"strategy_overrides.{sid}.vllm_args", so.vllm_args
+        key = f"strategy_overrides.{sid}"
+        yield f"{key}.extra_args", "args", so.extra_args
+        yield f"{key}.vllm_args", "args", so.vllm_args
+        yield f"{key}.env", "env", so.env
+        yield f"{key}.extra_env", "env", so.extra_env
         for hk, b in so.hardware_overrides.items():
-            yield f"strategy_overrides.{sid}.hardware_overrides.{hk}.extra_args", b.extra_args
+            yield from block(f"{key}.hardware_overrides.{hk}", b)
         for role in ("prefill", "decode"):
             r = getattr(so, role)
             if r is None:
                 continue
-            yield f"strategy_overrides.{sid}.{role}.vllm_args", r.vllm_args
-            yield f"strategy_overrides.{sid}.{role}.extra_args", r.extra_args
+            yield f"{key}.{role}.vllm_args", "args", r.vllm_args
+            yield f"{key}.{role}.extra_args", "args", r.extra_args
+            yield f"{key}.{role}.env", "env", r.env
             for hk, b in r.hardware_overrides.items():
-                yield f"strategy_overrides.{sid}.{role}.hardware_overrides.{hk}.extra_args", b.extra_args
+                yield from block(f"{key}.{role}.hardware_overrides.{hk}", b)
     for fid, f in recipe.features.items():
-        yield f"features.{fid}.args", f.args
+        yield f"features.{fid}.args", "args", f.args
         for hk, b in f.hardware_overrides.items():
-            yield f"features.{fid}.hardware_overrides.{hk}.args", b.args
+            yield from block(f"features.{fid}.hardware_overrides.{hk}", b, args_only=True)
         for mk, m in (f.modes or {}).items():
-            yield f"features.{fid}.modes.{mk}.args", m.args
+            yield f"features.{fid}.modes.{mk}.args", "args", m.args
             for hk, b in m.hardware_overrides.items():
-                yield f"features.{fid}.modes.{mk}.hardware_overrides.{hk}.args", b.args
+                yield from block(f"features.{fid}.modes.{mk}.hardware_overrides.{hk}", b, args_only=True)
     for i, opt in enumerate(recipe.advanced_options):
-        yield f"advanced_options[{i}].args", opt.args
+        yield f"advanced_options[{i}].args", "args", opt.args
+
+
+def arg_lists(recipe: Recipe):
+    """Yield ``(key path, tokens)`` for every argv list a recipe declares."""
+    return ((k, v) for k, kind, v in recipe_lists(recipe) if kind == "args")
+
+
+def env_maps(recipe: Recipe):
+    """Yield ``(key path, env mapping)`` for every environment block a recipe declares."""
+    return ((k, v) for k, kind, v in recipe_lists(recipe) if kind == "env")
 
 
 def check_recipe_args(recipe: Recipe) -> list[tuple[str, str]]:
@@ -166,26 +192,6 @@ def check_recipe_references(recipe: Recipe, catalog: Catalog) -> list[tuple[str,
     return out
 
 
-def env_maps(recipe: Recipe):
-    """Yield ``(key path, env mapping)`` for every environment block a recipe declares."""
-    yield "model.base_env", recipe.model.base_env
-    for vid, v in recipe.variants.items():
-        yield f"variants.{vid}.extra_env", v.extra_env
-        for hk, b in v.hardware_overrides.items():
-            yield f"variants.{vid}.hardware_overrides.{hk}.extra_env", b.extra_env
-    for hk, b in recipe.hardware_overrides.items():
-        yield f"hardware_overrides.{hk}.extra_env", b.extra_env
-    for sid, so in recipe.strategy_overrides.items():
-        yield f"strategy_overrides.{sid}.env", so.env
-        yield f"strategy_overrides.{sid}.extra_env", so.extra_env
-        for hk, b in so.hardware_overrides.items():
-            yield f"strategy_overrides.{sid}.hardware_overrides.{hk}.extra_env", b.extra_env
-        for role in ("prefill", "decode"):
-            r = getattr(so, role)
-            if r is not None:
-                yield f"strategy_overrides.{sid}.{role}.env", r.env
-
-
 def lint_recipe(recipe: Recipe) -> list[tuple[str, str, str]]:
     """``(key path, message, level)`` for what vLLM's CLI (``composer.vllm_cli``,
     the pinned release) would refuse or ignore in a recipe's arg lists and env:
@@ -215,7 +221,9 @@ def lint_recipe(recipe: Recipe) -> list[tuple[str, str, str]]:
     for fid, feature in recipe.features.items():
         if "tool" not in fid and "tool" not in feature.label.lower():
             continue
-        for key, tokens in _feature_arg_sets(fid, feature):
+        for key, tokens in ((k, v) for k, v in arg_lists(recipe) if k.startswith(f"features.{fid}.")):
+            if not tokens:
+                continue
             try:
                 names = {u.key for u in parse_tokens(list(tokens))}
             except ArgvError:
@@ -230,14 +238,3 @@ def lint_recipe(recipe: Recipe) -> list[tuple[str, str, str]]:
             for f in vllm_cli.check_env(name):
                 out.append((f"{key}.{name}", f.sentence(), f.level))
     return out
-
-
-def _feature_arg_sets(fid: str, feature):
-    if feature.args:
-        yield f"features.{fid}.args", feature.args
-    for hk, b in feature.hardware_overrides.items():
-        if b.args:
-            yield f"features.{fid}.hardware_overrides.{hk}.args", b.args
-    for mk, m in (feature.modes or {}).items():
-        if m.args:
-            yield f"features.{fid}.modes.{mk}.args", m.args

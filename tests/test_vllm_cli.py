@@ -234,3 +234,23 @@ def test_explain_names_the_key_path_the_lint_uses(tmp_path):
     plan = compose(make_context(K3, recipe, load_catalog(recipes)), "hardware=h200")
     (f,) = [f for f in plan["commands"][0]["provenance"] if f["name"] == "kv-cache-dtype"]
     assert f["key"] == "hardware_overrides.hopper.args"
+
+
+def test_one_walker_names_the_key_paths_provenance_uses(plan):
+    """Every recipe key path in a plan's provenance is one the walker
+    (``validate.recipe_lists``) yields: validation, lint and Explain agree."""
+    from composer.validate import recipe_lists
+
+    recipe = load_recipe(ROOT / "recipes", K3)
+    known = {k for k, _, _ in recipe_lists(recipe)}
+    recipe_roots = ("model.", "variants.", "hardware_overrides.", "strategy_overrides.", "features.", "advanced_options[")
+    seen = 0
+    for q in ("", "hardware=h200", "hardware=mi355x&features=spec_decoding", "hardware=gb200&strategy=pd_cluster",
+              "hardware=b200&strategy=multi_node_tp_pp&advanced=max_batched_8k"):
+        p = plan(q)
+        for c in p["commands"]:
+            for entry in c["provenance"] + c["env_provenance"]:
+                if entry["key"].startswith(recipe_roots):
+                    assert entry["key"] in known, entry["key"]
+                    seen += 1
+    assert seen > 20
