@@ -41,15 +41,15 @@ def render_text(plan: dict, explain: bool = False) -> str:
         out.append(c["text"])
         if explain:
             for f in c["provenance"]:
-                line = f"#   {f['flag']}{' ' + f['value'] if f['value'] is not None else ''}  <- {f['layer']}: {f['key']}"
+                line = comment(f"#   {f['flag']}{' ' + f['value'] if f['value'] is not None else ''}  <- {f['layer']}: {f['key']}")
                 for r in f["replaced"]:
-                    line += f"  (replaced {r['value']} from {r['layer']}: {r['key']})"
-                out.append(line)
+                    line += comment(f"  (replaced {r['value']} from {r['layer']}: {r['key']})")
+                out.append(line)  # comment() keeps every explain line one line
             for e in c["env_provenance"]:
-                line = f"#   {e['name']}={e['value']}  <- {e['layer']}: {e['key']}"
+                line = comment(f"#   {e['name']}={e['value']}  <- {e['layer']}: {e['key']}")
                 for r in e["replaced"]:
-                    line += f"  (replaced {r['value']} from {r['layer']}: {r['key']})"
-                out.append(line)
+                    line += comment(f"  (replaced {r['value']} from {r['layer']}: {r['key']})")
+                out.append(line)  # comment() keeps every explain line one line
     return "\n".join(out)
 
 

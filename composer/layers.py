@@ -308,8 +308,9 @@ def _reassert_topology(argv: ArgvBuilder, spec: CommandSpec) -> list[tuple[str |
       --data-parallel-size-local"), and with a local size of 1 vLLM switches to
       external LB: it is kept only for DP layouts with more than one local rank
       spread over several nodes;
-    * ``--data-parallel-external-lb`` needs a DP rank per process, which none of
-      our layouts assigns: it is never kept;
+    * ``--data-parallel-external-lb`` and ``--data-parallel-rank`` (which implies
+      it) need a DP rank per process, which none of our layouts assigns: never kept;
+    * ``--api-server-count`` is refused in headless mode: dropped on followers;
     * ``--headless`` never goes with hybrid LB ("not applicable in headless
       mode"): hybrid is only kept for DP layouts, whose nodes all serve their API;
     * followers of a multi-node TP/TEP/PP group always run ``--headless``.
@@ -320,12 +321,14 @@ def _reassert_topology(argv: ArgvBuilder, spec: CommandSpec) -> list[tuple[str |
     size = wanted.get("data-parallel-size")
     hybrid_ok = (local is not None and size is not None and int(local.value) > 1 and int(size.value) > int(local.value)
                  and "headless" not in wanted)
-    for key in ("data-parallel-hybrid-lb", "data-parallel-external-lb"):
+    for key in ("data-parallel-hybrid-lb", "data-parallel-external-lb", "data-parallel-rank", "api-server-count"):
         entry = argv.get(key)
         if entry is None or not entry.unit.enabled:
             continue
         if key == "data-parallel-hybrid-lb" and hybrid_ok:
             continue
+        if key == "api-server-count" and "headless" not in wanted:
+            continue  # only a headless follower may not set it (run_headless refuses)
         argv.remove(key)
         if not entry.source.key.startswith(TOPOLOGY_SOURCE):
             displaced.append((None, entry))

@@ -104,7 +104,7 @@ def dp_local_override(ctx: RecipeContext, sid: str, hw_id: str) -> int | None:
 
 def make_layout(ctx: RecipeContext, mode: str, hw_id: str, variant_id: str, nodes: int,
                 single_node: bool = False, role_tp: int | None = None, sid: str | None = None,
-                util: float = DEFAULT_GPU_UTIL) -> Layout:
+                util: float = DEFAULT_GPU_UTIL, kv_dtype: str | None = None, max_model_len: str | None = None) -> Layout:
     """The layout of ``mode`` on ``nodes`` nodes of ``hw_id`` (semantics §4.2, §5.2)."""
     g = ctx.hw(hw_id).gpu_count
     if mode == "omni":
@@ -122,18 +122,21 @@ def make_layout(ctx: RecipeContext, mode: str, hw_id: str, variant_id: str, node
         return Layout(mode, nodes, g, tp=max(1, g // local), dp=nodes * local, dp_local=local, replica_nodes=nodes)
     tp = nodes * g
     if single_node and sid == "single_node_tp":
-        tp = single_node_tp(ctx, hw_id, variant_id, util)
+        tp = single_node_tp(ctx, hw_id, variant_id, util, kv_dtype, max_model_len)
     return Layout(mode, nodes, g, tp=tp, replica_nodes=nodes)
 
 
-def single_node_tp(ctx: RecipeContext, hw_id: str, variant_id: str, util: float) -> int:
+def single_node_tp(ctx: RecipeContext, hw_id: str, variant_id: str, util: float,
+                   kv_dtype: str | None = None, max_model_len: str | None = None) -> int:
     """TP of ``single_node_tp`` (semantics §4.1): the recipe's (``variants.<v>.tp``,
     ``strategy_overrides.single_node_tp.tp``, a hardware override's
     ``--tensor-parallel-size``; capped at the node's GPUs) when it gives one;
-    else the smallest power-of-two TP whose GPUs hold the weights, leave at
-    least ``KV_MIN_SHARE`` of the usable memory for the KV cache and divide the
-    attention heads (when given). The same at every utilization that leaves KV
-    room, so ticking gpu-memory-utilization never silently drops GPUs."""
+    else the smallest power-of-two TP whose GPUs hold the weights and divide
+    the attention heads (when given) and whose KV cache holds one sequence of
+    the max-model-len in force (with the attention geometry) or, without it,
+    at least ``KV_MIN_SHARE`` of the usable memory; else every GPU. It depends
+    on the utilization only through the KV room; the plan says when the
+    utilization in force moves it (``plan``, notice ``tp-utilization``)."""
     hw = ctx.hw(hw_id)
     given = ctx.recipe_tp(hw_id, variant_id)
     if given is not None:
@@ -145,10 +148,13 @@ def single_node_tp(ctx: RecipeContext, hw_id: str, variant_id: str, util: float)
     tp = 1
     while tp < hw.gpu_count:
         lay = Layout("tp", 1, hw.gpu_count, tp=tp)
-        cap = capacity(ctx, lay, hw_id, variant_id, util)
-        if cap.weights_fit and cap.kv_gb is not None and cap.kv_gb >= KV_MIN_SHARE * cap.usable_gb \
-                and not (heads and heads % tp):
-            return tp
+        cap = capacity(ctx, lay, hw_id, variant_id, util, None, kv_dtype, max_model_len)
+        if cap.weights_fit and cap.kv_gb is not None and cap.kv_gb > 0 and not (heads and heads % tp):
+            if cap.kv_tokens is not None and cap.max_model_len:
+                if cap.kv_tokens >= cap.max_model_len:
+                    return tp
+            elif cap.kv_gb >= KV_MIN_SHARE * cap.usable_gb:
+                return tp
         tp *= 2
     return hw.gpu_count
 
@@ -254,10 +260,12 @@ def _max_model_len(ctx: RecipeContext, value: str | None) -> tuple[int | None, b
     """``(max-model-len in force, set by the command)``: the command's number,
     else the model's declared context (vLLM's default is the model's maximum)."""
     if value is not None:
-        try:
-            return int(value), True
-        except ValueError:
-            return None, False  # "auto": vLLM fits it to the KV cache
+        from composer.vllm_cli import human_int
+
+        n = human_int(value)  # 131072, 128k, 128K as vLLM reads them
+        if n is None or n < 0:
+            return None, False  # "auto" / -1: vLLM fits it to the KV cache
+        return n, True
     return ctx.recipe.model.context_length, False
 
 

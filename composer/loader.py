@@ -112,7 +112,12 @@ def _read_yaml(path: Path, root: Path, errors: list[RecipeError]):
             loader = _LOADER(fh)
             try:
                 node = loader.get_single_node()
-                if node is not None and _expanded_size(node, MAX_NODES) > MAX_NODES:
+                try:
+                    too_big = node is not None and _expanded_size(node, MAX_NODES) > MAX_NODES
+                except RecursionError:
+                    errors.append(RecipeError(rel, "", "is nested too deeply (hundreds of levels)"))
+                    return None
+                if too_big:
                     errors.append(RecipeError(rel, "", f"expands to more than {MAX_NODES:,} values through YAML "
                                                       "aliases (&anchor / *alias); write the values out"))
                     return None

@@ -115,18 +115,15 @@ def _scheduler_notices(entries: list[Entry], label: str, notices: Notices) -> No
     vals = {e.unit.key: e.unit.value for e in entries}
 
     def as_int(v):
-        try:
-            return int(str(v))
-        except (TypeError, ValueError):
-            return None
+        return vllm_cli.human_int(str(v)) if v is not None else None
 
     seqs, batched = as_int(vals.get("max-num-seqs")), as_int(vals.get("max-num-batched-tokens"))
     k = 0
     try:
         spec = json.loads(vals.get("speculative-config") or "{}")
         k = int(spec.get("num_speculative_tokens") or 0) if isinstance(spec, dict) else 0
-    except (ValueError, TypeError):
-        pass
+    except (ValueError, TypeError, OverflowError):  # Infinity, strings: the lint reports those
+        k = 0
     if seqs and batched is not None and batched < seqs * (1 + k):
         why = f" with {k} speculative tokens" if k else ""
         notices.add("warning", "scheduler-budget",
@@ -139,9 +136,10 @@ def _scheduler_notices(entries: list[Entry], label: str, notices: Notices) -> No
     except ValueError:
         comp = {}
     if isinstance(comp, dict) and seqs:
-        sizes = comp.get("cudagraph_capture_sizes")
-        cap = comp.get("max_cudagraph_capture_size") or (max(sizes) if isinstance(sizes, list) and sizes else None)
-        if isinstance(cap, int) and cap < seqs * (1 + k):
+        sizes = [x for x in comp.get("cudagraph_capture_sizes") or [] if type(x) is int] \
+            if isinstance(comp.get("cudagraph_capture_sizes"), list) else []
+        cap = comp.get("max_cudagraph_capture_size") or (max(sizes) if sizes else None)
+        if type(cap) is int and cap < seqs * (1 + k):
             notices.add("warning", "cudagraph-capture",
                         f"{label}: the largest CUDA-graph capture size {cap} is below the largest decode batch "
                         f"(--max-num-seqs {seqs} × (1 + {k}) = {seqs * (1 + k)} tokens): larger batches run without CUDA graphs.",
@@ -214,6 +212,24 @@ def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, noti
     return cap.check(scope, where)
 
 
+def _tp_utilization_notice(ctx, sel, lay, util: float, notices: Notices) -> None:
+    """Say when the gpu-memory-utilization in force moves the single-node TP
+    auto-fit away from what vLLM's default utilization would give (issue 10:
+    TP must never shrink or grow silently)."""
+    from composer.layout import DEFAULT_GPU_UTIL, single_node_tp
+    from composer.resolve import memory_flags
+
+    if sel.strategy != "single_node_tp" or ctx.recipe_tp(sel.hardware, sel.variant) is not None or util == DEFAULT_GPU_UTIL:
+        return
+    _, kv_dtype, mml = memory_flags(ctx, sel)
+    at_default = single_node_tp(ctx, sel.hardware, sel.variant, DEFAULT_GPU_UTIL, kv_dtype, mml)
+    if at_default != lay.tp:
+        notices.add("info", "tp-utilization",
+                    f"At gpu-memory-utilization {util:g} the KV cache fits on TP {lay.tp}; at vLLM's default "
+                    f"{DEFAULT_GPU_UTIL:g} it would take TP {at_default}.", subject="--tensor-parallel-size",
+                    old=at_default, new=lay.tp)
+
+
 def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[Command], list[CapacityCheck]]:
     """All commands of ``sel`` (one per node and role) and capacity records."""
     deploy = ctx.strategy(sel.strategy).deploy_type
@@ -222,6 +238,7 @@ def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tupl
         return _pd_commands(ctx, sel, notices)
     lay = layout_for(ctx, sel, sel.nodes)
     util = util_in_force(ctx, sel)
+    _tp_utilization_notice(ctx, sel, lay, util, notices)
     cmds = []
     for rank in range(sel.nodes):
         role = "serve" if deploy == "single_node" else ("head" if rank == 0 else "worker")

@@ -103,8 +103,9 @@ def _memory_flags(ctx: RecipeContext, sel: Selection, pool: str | None) -> tuple
 def layout_for(ctx: RecipeContext, sel: Selection, nodes: int) -> Layout:
     sid = sel.strategy
     single = ctx.strategy(sid).deploy_type == "single_node"
-    util = util_in_force(ctx, sel) if single else DEFAULT_GPU_UTIL
-    return make_layout(ctx, strategy_mode(ctx, sid), sel.hardware, sel.variant, nodes, single_node=single, sid=sid, util=util)
+    util, kv_dtype, mml = memory_flags(ctx, sel) if single else (DEFAULT_GPU_UTIL, None, None)
+    return make_layout(ctx, strategy_mode(ctx, sid), sel.hardware, sel.variant, nodes, single_node=single, sid=sid,
+                       util=util, kv_dtype=kv_dtype, max_model_len=mml)
 
 
 def pool_layout(ctx: RecipeContext, sel: Selection, name: str, mode: str, nodes: int) -> Layout:

@@ -101,7 +101,7 @@ def install(ctx: RecipeContext, sel, companions: list[CompanionProcess]) -> Inst
     or None), ``notes`` and ``extras`` (connector and router packages)."""
     brand = brand_key(ctx, sel.hardware)
     minver = min_vllm_version(ctx, sel)
-    spec = f"'vllm>={minver}'" if minver else "vllm"
+    spec = quote(f"vllm>={minver}") if minver else "vllm"
     inst = ctx.recipe.model.install or {}
     pip = None
     if brand == "nvidia":
@@ -121,7 +121,7 @@ def install(ctx: RecipeContext, sel, companions: list[CompanionProcess]) -> Inst
     kv = ctx.catalog.taxonomy.kv_offload.get(sel.kv_offload) if sel.kv_offload else None
     if kv is not None and kv.install:
         extras.append(_install(kv.install))
-    return Install(pip=pip, docker=f"docker pull {image}" if image else None, image=image, notes=tuple(notes),
+    return Install(pip=pip, docker=f"docker pull {quote(image)}" if image else None, image=image, notes=tuple(notes),
                    extras=tuple(dict.fromkeys(extras)),
                    docker_reason=None if image else f"No vLLM container image is known for {ctx.hw(sel.hardware).brand} hardware.")
 
@@ -236,7 +236,7 @@ def client_checks(ctx: RecipeContext, sel, commands: list[Command]) -> ClientChe
         # vLLM-Omni tasks bring their own client example (speech, video …).
         block = task.hardware_overrides.get(sel.hardware)
         curl = (block.curl if block and block.curl else None) or task.curl
-        return ClientChecks((curl or "").strip() or None, None, None, None)
+        return ClientChecks(recipe_command(curl) if curl and curl.strip() else None, None, None, None)
     router = next((c for c in commands if c.role == "router"), None)
     if router is not None:
         host, port = "$ROUTER_HOST", flag_value(router.argv, "--port") or "30000"

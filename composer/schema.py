@@ -83,6 +83,20 @@ def _model_id(value: Any) -> Any:
 
 ModelId = Annotated[str, BeforeValidator(_model_id)]
 
+VERSION = re.compile(r"^[0-9][0-9A-Za-z.+\-]{0,40}$")
+"""A version number (0.11.1, 0.12.0rc1); others are a lint warning (they are quoted)."""
+IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+\-]{0,200}$")
+"""A container image reference; others are a lint warning (they are quoted)."""
+
+
+def image_names(value: Any) -> list[str]:
+    """The image names in a ``docker_image`` value (string or brand/CUDA map)."""
+    found = [value] if isinstance(value, str) else []
+    if isinstance(value, Mapping):
+        for v in value.values():
+            found += [v] if isinstance(v, str) else [x for x in v.values() if isinstance(x, str)] if isinstance(v, Mapping) else []
+    return found
+
 
 def _none_to_empty(value: Any) -> Any:
     return {} if value is None else value
@@ -297,7 +311,7 @@ class Variant:
     nightly_required: bool = False
     parameter_count_b: Optional[float] = None
     bytes_per_param: Optional[float] = None
-    headroom: Optional[float] = None
+    headroom: Optional[Annotated[float, Field(ge=1.0, le=10.0)]] = None
 
 
 @_frozen

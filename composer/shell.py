@@ -33,7 +33,10 @@ def quote(value: str) -> str:
 
 
 def _dq_escape(text: str) -> str:
-    return re.sub(r'([\\"`$])', r"\\\1", text)
+    """Text inside double quotes: ``\\ " ` $`` escaped, and ``!`` (history
+    expansion in an interactive bash, which a backslash does not stop cleanly)
+    taken out of the double quotes into single ones."""
+    return re.sub(r'([\\"`$])', r"\\\1", text).replace("!", "\"'!'\"")
 
 
 def command_text(argv: list[str], units: list[list[str]] | None = None, head: int = 3) -> str:
@@ -80,8 +83,9 @@ def recipe_command(text: str) -> str:
     stay live. Text that does not split (an unbalanced quote) is refused."""
     notes = [comment(line.strip().lstrip("#")) for line in str(text).splitlines() if line.strip().startswith("#")]
     joined = re.sub(r"\\\r?\n", " ", str(text))  # a backslash-newline continues the line, as in a shell
+    joined = "\n".join(_strip_comment(line) for line in joined.splitlines())
     try:
-        argv = shlex.split(joined, comments=True)
+        argv = shlex.split(joined)
     except ValueError as exc:
         raise ValueError(f"the command cannot be read as shell words ({exc})") from None
     if not argv:
@@ -98,3 +102,19 @@ def heredoc_body(text: str) -> str:
     out = text.replace("\\", "\\\\").replace("`", "\\`")
     out = re.sub(r"\$(?![A-Z][A-Z0-9_]*)", r"\\$", out)
     return "\n".join(" EOF" if line == "EOF" else line for line in out.split("\n"))
+
+
+def _strip_comment(line: str) -> str:
+    """A line without its shell comment: a ``#`` that starts a word (at the
+    line start or after a blank) and is not quoted; ``repo.git#subdir`` stays."""
+    quote_char, prev = None, " "
+    for i, ch in enumerate(line):
+        if quote_char:
+            if ch == quote_char:
+                quote_char = None
+        elif ch in "'\"":
+            quote_char = ch
+        elif ch == "#" and prev in " \t":
+            return line[:i]
+        prev = ch
+    return line

@@ -48,8 +48,13 @@ def node_units(lay: Layout, rank: int, deploy: str, head: str = "$HEAD_IP", pd_p
             units.append(_u("data-parallel-start-rank", rank * lay.dp_local))
         if pd_pool:
             units.append(_u("enable-expert-parallel"))
-            if multi:
+            if multi and lay.dp_local > 1:
                 units.append(_u("data-parallel-hybrid-lb"))
+        if rank > 0 and lay.dp_local == 1:
+            # One DP rank per node: internal load balancing from the head. Without
+            # --headless, vLLM would infer hybrid LB from the start rank and, with
+            # a local size of 1, switch to external LB (arg_utils.py).
+            units.append(_u("headless"))
         return units
     if lay.mode == "tp_dp":
         units += [_u("tensor-parallel-size", lay.tp), _u("data-parallel-size", lay.dp),
@@ -73,5 +78,5 @@ def node_units(lay: Layout, rank: int, deploy: str, head: str = "$HEAD_IP", pd_p
 def serves_api(lay: Layout, rank: int) -> bool:
     """Whether node ``rank`` of a layout runs an HTTP API server."""
     if lay.mode == "dep":
-        return True
+        return rank == 0 or lay.dp_local > 1
     return rank == 0

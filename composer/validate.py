@@ -231,6 +231,22 @@ def lint_recipe(recipe: Recipe) -> list[tuple[str, str, str]]:
             if "tool-call-parser" in names and "enable-auto-tool-choice" not in names:
                 out.append((key, "a tool-call parser without --enable-auto-tool-choice: vLLM then refuses requests "
                                  "with tool_choice \"auto\", which a tool-calling feature promises", "warning"))
+    # Text that lands quoted in install lines: odd values are data faults to report.
+    from composer.schema import IMAGE, VERSION, image_names
+
+    images = [("model.docker_image", recipe.model.docker_image)]
+    images += [(f"variants.{v}.docker_image", var.docker_image) for v, var in recipe.variants.items()]
+    images += [(f"variants.{v}.hardware_overrides.{h}.docker_image", b.docker_image)
+               for v, var in recipe.variants.items() for h, b in var.hardware_overrides.items()]
+    for key, value in images:
+        for name in image_names(value):
+            if not IMAGE.match(name):
+                out.append((key, f"{name[:60]!r} is not a container image reference; it is shown quoted", "warning"))
+    versions = [("model.min_vllm_version", recipe.model.min_vllm_version)]
+    versions += [(f"variants.{v}.min_vllm_version", var.min_vllm_version) for v, var in recipe.variants.items()]
+    for key, value in versions:
+        if value and not VERSION.match(str(value)):
+            out.append((key, f"{str(value)[:60]!r} is not a version number; it is shown quoted", "warning"))
     for key, env in env_maps(recipe):
         for name in env:
             if omni and name.startswith("VLLM_OMNI_"):

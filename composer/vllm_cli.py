@@ -53,8 +53,25 @@ SHORT.setdefault("O", "optimization-level")  # vLLM's parser turns -O3 / -O 3 in
 
 VALUE_KINDS = frozenset({"int", "float", "str", "choice", "json", "json_or_str", "list"})
 BOOLEAN_KINDS = frozenset({"bool", "flag"})
-HUMAN_INT = re.compile(r"^\d+(\.\d+)?[kKmMgGtT]?$")
-"""vLLM accepts 1k, 2M … for token counts and sizes (``human_readable_int``)."""
+HUMAN_INT_OPTIONS = frozenset({"max-model-len", "max-num-batched-tokens", "max-num-scheduled-tokens",
+                               "kv-cache-memory-bytes", "safetensors-prefetch-block-size", "max-num-queued-tokens"})
+"""Options vLLM parses with ``human_readable_int`` (vllm/engine/arg_utils.py)."""
+
+
+def human_int(value: str) -> Optional[int]:
+    """vLLM's ``human_readable_int``: ``1k`` = 1000, ``1K`` = 1024, ``25.6k`` =
+    25600 (decimals only with decimal suffixes), or a plain integer; None if
+    it is neither."""
+    value = value.strip()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", value)
+    if m:
+        number, suffix = m.groups()
+        if suffix in "kmgt":
+            return int(float(number) * 10 ** (3 * ("kmgt".index(suffix) + 1)))
+        if "." in number:
+            return None
+        return int(number) * 2 ** (10 * ("KMGT".index(suffix) + 1))
+    return int(value) if re.fullmatch(r"-?\d+", value) else None
 
 
 @dataclass(frozen=True)
@@ -152,13 +169,19 @@ def check_unit(key: str, value: Optional[str], enabled: bool = True, omni: bool 
     if kind == "choice" and value not in opt["choices"]:
         out.append(Finding("error", shown, f"--{head} {value!r} is not one of vLLM's choices ({', '.join(opt['choices'][:12])}"
                                             f"{', …' if len(opt['choices']) > 12 else ''})"))
-    elif kind == "int" and not (HUMAN_INT.match(value) or (head == "max-model-len" and value in ("auto", "-1"))):
+    elif kind == "int" and not (re.fullmatch(r"-?\d+", value) or (head in HUMAN_INT_OPTIONS and human_int(value) is not None)
+                                or (head == "max-model-len" and value == "auto")):
         out.append(Finding("error", shown, f"--{head} takes a whole number, not {value!r}"))
     elif kind == "float":
         try:
             float(value)
         except ValueError:
             out.append(Finding("error", shown, f"--{head} takes a number, not {value!r}"))
+    elif kind == "json_or_str" and value.lstrip()[:1] in "{[":
+        try:
+            json.loads(value)
+        except ValueError as exc:
+            out.append(Finding("error", shown, f"--{head} looks like JSON but {value!r:.60} does not parse ({exc.msg})"))
     elif kind == "json":
         try:
             data = json.loads(value)
@@ -271,7 +294,7 @@ def _check_value(shown: str, cls: str, field: str, spec: dict, value, in_json: b
         return [Finding("error", shown, f"{where} must be true or false; got {json.dumps(value)[:40]}")]
     if kind in ("int", "float") and (isinstance(value, bool) or not isinstance(value, (int, float))):
         text = str(value)
-        if isinstance(value, str) and (HUMAN_INT.match(text) or _is_number(text)):
+        if isinstance(value, str) and (human_int(text) is not None or _is_number(text)):
             return [Finding("warning", shown, f"{where} is a number; write {text} without quotes")] if in_json else []
         return [Finding("error", shown, f"{where} must be a number; got {json.dumps(value)[:40]}")]
     if kind == "int" and isinstance(value, float) and not value.is_integer():
@@ -301,9 +324,13 @@ def check_command(units) -> list[Finding]:
     out = []
     units = list(units)
     omni = any(key == "omni" for key, _, _ in units)
+    plugins = {key for key, _, _ in units if key in ("tool-parser-plugin", "reasoning-parser-plugin")}
     keys = {}
     for key, value, enabled in units:
-        out += check_unit(key, value, enabled, omni)
+        found = check_unit(key, value, enabled, omni)
+        if f"{key}-plugin" in plugins:  # a plugin registers its own parser names
+            found = [f for f in found if "parser this release ships" not in f.message]
+        out += found
         keys[key] = (value, enabled)
     if "model" in keys:
         out.append(Finding("error", "--model", "vllm serve takes the model as its first argument; "

@@ -74,6 +74,13 @@ def _doc(body: list, i: int) -> str:
     return ""
 
 
+def _says_deprecated(text: str) -> bool:
+    """Help text that deprecates its own option ("… is deprecated", "will be
+    removed"), not one that merely mentions deprecated things."""
+    t = text.lower()
+    return bool(re.search(r"\b(is|are|has been|will be) deprecated\b|\bdeprecated[:.,]|will be removed|has been replaced by", t))
+
+
 def _short_help(text: str) -> str:
     text = re.sub(r"\s+", " ", text.split("\n\n")[0]).strip()
     return text if len(text) <= HELP_CHARS else text[:HELP_CHARS - 1].rsplit(" ", 1)[0] + "…"
@@ -280,7 +287,7 @@ def serve_flags(src: Sources, types: Types, constants: dict[str, str],
                 else:
                     entry["kind"] = "str"
                 action = ast.unparse(explicit["action"]) if "action" in explicit else ""
-                if action.endswith("store_true") or action.endswith("'store_true'"):
+                if action.strip("'\"") in ("store_true", "store_false") or action.endswith(("store_true", "store_false")):
                     entry = {**entry, "kind": "flag"}
                 elif action.endswith("BooleanOptionalAction"):
                     entry = {**entry, "kind": "bool"}
@@ -298,12 +305,12 @@ def serve_flags(src: Sources, types: Types, constants: dict[str, str],
                 elif isinstance(help_node, ast.JoinedStr) or isinstance(help_node, ast.BinOp):
                     help_text = "".join(c.value for c in ast.walk(help_node) if isinstance(c, ast.Constant) and isinstance(c.value, str))
                 entry["help"] = _short_help(help_text)
-                entry["deprecated"] = "deprecated" in help_text.lower()[:200] or "deprecated" in explicit
+                entry["deprecated"] = _says_deprecated(help_text) or "deprecated" in explicit
                 add(spellings, entry)
     # FrontendArgs: every field is --field-name (cli_args.add_cli_args).
     for field, (ann, doc) in (types.fields("FrontendArgs").items() if frontend else ()):
         entry = {"group": "FrontendArgs", **types.kind(ann), "help": _short_help(doc),
-                 "deprecated": "deprecated" in doc.lower()[:200]}
+                 "deprecated": _says_deprecated(doc)}
         add(["--" + field.replace("_", "-")], entry)
     return dict(sorted(flags.items()))
 

@@ -239,3 +239,52 @@ def test_hybrid_lb_needs_local_dp_ranks(plan, tmp_path):
         assert "--data-parallel-hybrid-lb" not in c["argv"]
         assert ("--headless" in c["argv"]) == (c["node_rank"] > 0)
     assert any(n["code"] == "topology-kept" and "--data-parallel-hybrid-lb" in n["message"] for n in p["notices"])
+
+
+@needs_corpus
+def test_one_local_dp_rank_followers_are_headless():
+    # Found by the adversarial pass: a DEP follower with a start rank and no
+    # --headless makes vLLM infer hybrid LB and, with one local rank, switch to
+    # external LB. With one DP rank per node the followers are headless.
+    p = corpus_plan("Qwen/Qwen3.6-35B-A3B", "hardware=dgx_spark_gb10&strategy=multi_node_dep")
+    for c in p["commands"]:
+        assert ("--headless" in c["argv"]) == (c["node_rank"] > 0)
+        assert "--data-parallel-hybrid-lb" not in c["argv"]
+
+
+def test_data_parallel_rank_and_api_server_count_on_followers_are_dropped(plan, tmp_path):
+    import shutil
+    import yaml
+    from composer.api import compose_page, make_context
+    from composer.loader import load_catalog, load_recipe
+    root = tmp_path / "recipes"
+    shutil.copytree(__import__("pathlib").Path(__file__).resolve().parents[1] / "recipes", root)
+    path = root / "models/moonshotai/Kimi-K3.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["model"]["base_args"] += ["--data-parallel-rank", "3", "--api-server-count", "4"]
+    path.write_text(yaml.safe_dump(data))
+    ctx = make_context("moonshotai/Kimi-K3", load_recipe(root, "moonshotai/Kimi-K3"), load_catalog(root))
+    p = compose_page(ctx, "hardware=h200&strategy=multi_node_tp")
+    for c in p["commands"]:
+        assert "--data-parallel-rank" not in c["argv"]
+        assert ("--api-server-count" in c["argv"]) == (c["node_rank"] == 0)
+
+
+def test_auto_fit_tp_holds_one_sequence_of_the_context(catalog=None):
+    # Qwen3 235B on H200 with the 1M-context feature: TP 4 cannot hold one
+    # 1,010,000-token sequence; TP 8 can, so TP 8 (not an error).
+    from composer.api import compose_page, make_context
+    from composer.loader import load_catalog, load_recipe
+    root = __import__("pathlib").Path(__file__).resolve().parents[1] / "recipes"
+    ctx = make_context("Qwen/Qwen3-235B-A22B-Instruct-2507", load_recipe(root, "Qwen/Qwen3-235B-A22B-Instruct-2507"), load_catalog(root))
+    p = compose_page(ctx, "hardware=h200&features=tool_calling,long_context")
+    assert p["status"] == "ok" and "TP 8" in p["summary"]
+    assert p["capacity"][0]["kv_tokens"] >= 1_010_000
+    assert compose_page(ctx, "hardware=h200")["summary"].count("TP 4") == 1  # 262144 tokens fit on 4
+
+
+def test_human_readable_max_model_len_is_checked(plan):
+    p = plan("hardware=mi325x&advanced=max_model_len_auto")
+    assert not [n for n in p["notices"] if n["code"] == "kv-capacity"]
+    from composer.vllm_cli import human_int
+    assert (human_int("2000k"), human_int("2M"), human_int("1.5K"), human_int("128")) == (2_000_000, 2_097_152, None, 128)

@@ -209,3 +209,75 @@ def _outside_single_quotes(text: str) -> str:
                 out.append(ch + text[i + 1:i + 2])
         i += 1
     return "".join(out)
+
+
+# -------------------------------------- found by the adversarial pass (issue 11)
+def _plan_of(recipes: Path, query: str = "", rid: str = K3) -> dict:
+    return compose(make_context(rid, load_recipe(recipes, rid), load_catalog(recipes)), query)
+
+
+def test_install_lines_quote_recipe_versions_and_images(tmp_path):
+    recipes = _copy(tmp_path)
+    _edit(recipes, lambda d: d["model"].update(min_vllm_version="0.1'; touch canary; echo '",
+                                               docker_image="vllm/x:1; touch canary"))
+    p = _plan_of(recipes, "hardware=h200")
+    for text in (p["install"]["pip"], p["install"]["docker"]):
+        assert "touch" not in _outside_single_quotes(text), text
+    _, _, problems = validate(recipes)
+    assert any(e.key == "model.docker_image" and e.level == "warning" for e in problems)
+
+
+def test_explain_lines_stay_comments(tmp_path):
+    recipes = _copy(tmp_path)
+    _edit(recipes, lambda d: (d["model"]["base_args"].extend(["--served-model-name", "x\ntouch canary\n#"]),
+                              d["model"].setdefault("base_env", {}).update(FOO="a\ntouch canary\n#")))
+    res = _cli(K3, "--recipes", str(recipes), "--query", "hardware=h200", "--explain")
+    assert res.returncode in (0, 1), res.stderr
+    # Paste the whole output into bash (vllm stubbed out): nothing may run.
+    work = tmp_path / "paste"
+    work.mkdir()
+    subprocess.run(["bash", "-c", "vllm() { :; }\n" + res.stdout], cwd=work, capture_output=True, timeout=30)
+    assert not (work / "canary").exists()
+
+
+def test_history_expansion_never_reaches_a_double_quoted_value():
+    from composer.shell import quote
+
+    q = quote("$HOME!^")
+    assert '!' not in _outside_single_quotes(q.replace("'!'", ""))
+    assert shlex.split(q) == ["$HOME!^"]
+
+
+def test_hash_inside_a_word_is_not_a_comment():
+    from composer.shell import recipe_command
+
+    text = recipe_command("uv pip install git+https://x/repo.git#subdirectory=py --extra-index-url https://x/simple # note")
+    assert shlex.split(text.replace("\\\n", " ")) == ["uv", "pip", "install", "git+https://x/repo.git#subdirectory=py",
+                                                      "--extra-index-url", "https://x/simple"]
+
+
+@pytest.mark.parametrize("args", [
+    ["--max-num-seqs", "64", "--compilation-config", '{"cudagraph_capture_sizes": [1, "a"]}'],
+    ["--speculative-config", '{"model": "x", "num_speculative_tokens": Infinity}'],
+])
+def test_odd_values_never_crash_the_composer(tmp_path, args):
+    recipes = _copy(tmp_path)
+    _edit(recipes, lambda d: d["model"]["base_args"].extend(args))
+    res = _cli(K3, "--recipes", str(recipes), "--query", "hardware=b300")
+    assert res.returncode in (0, 1) and "Traceback" not in res.stderr, res.stderr
+
+
+def test_deep_nesting_is_refused_not_a_traceback(tmp_path):
+    recipes = _copy(tmp_path)
+    (recipes / "models" / "moonshotai" / "Deep.yaml").write_text("meta: {title: x}\nmodel: {model_id: a/b}\nx: " + "[" * 990 + "]" * 990 + "\n")
+    with pytest.raises(RecipeLoadError) as info:
+        validate(recipes)
+    assert any(e.file.endswith("Deep.yaml") for e in info.value.errors)
+
+
+def test_headroom_below_one_is_refused(tmp_path):
+    recipes = _copy(tmp_path)
+    _edit(recipes, lambda d: d["variants"]["default"].update(headroom=-1))
+    with pytest.raises(RecipeLoadError) as info:
+        validate(recipes)
+    assert any("headroom" in e.key for e in info.value.errors)
