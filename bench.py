@@ -141,18 +141,23 @@ def deep_link_times(browser, base: str, runs: int, fallback: bool) -> tuple[list
     return cold, warm, ",".join(sorted(modes))
 
 
-def click_times(browser, base: str, clicks: int) -> list[float]:
-    """Milliseconds from a click to its plan on screen, measured in the page."""
+def click_times(browser, base: str, clicks: int, think: float = 0.0) -> tuple[list[float], list[float]]:
+    """Milliseconds from a click to its plan on screen, and to its controls on
+    screen (they follow the plan), measured in the page; ``think`` seconds
+    pass between a page's controls appearing and the next click (a person
+    reading the page; the worker composes likely next plans meanwhile)."""
     page = browser.new_page()
     page.goto(base + "moonshotai/Kimi-K3/")
     page.wait_for_function(READY, timeout=120_000)
     rng = random.Random(11)
-    out, missed = [], 0
+    out, controls, missed = [], [], 0
     while len(out) < clicks and missed < 5:
+        if think:
+            page.wait_for_timeout(think * 1000)
         choices = page.eval_on_selector_all("#controls input:not(:disabled):not(:checked)", "xs => xs.map(x => [x.name, x.value])")
         name, value = rng.choice(choices)
-        page.locator(f'#controls input[name="{name}"][value="{value}"]').click()
         try:
+            page.locator(f'#controls input[name="{name}"][value="{value}"]').click(timeout=5_000)
             page.wait_for_function("() => document.getElementById('app').dataset.clickMs "
                                    "|| document.getElementById('runtime-status').dataset.state === 'error'", polling=5, timeout=10_000)
         except Exception:  # a click that produced no new plan in 10 s: counted, not timed
@@ -160,10 +165,14 @@ def click_times(browser, base: str, clicks: int) -> list[float]:
             print(f"browser: click on {name}={value} showed no plan within 10 s")
             continue
         got = page.evaluate("(() => { const a = document.getElementById('app'); const v = a.dataset.clickMs; delete a.dataset.clickMs; return v; })()")
+        # The controls arrive after the plan: choose the next click from them.
+        page.wait_for_function("() => document.getElementById('app').dataset.busy === 'false'", polling=5, timeout=10_000)
+        ctl = page.evaluate("(() => { const a = document.getElementById('app'); const v = a.dataset.controlsMs; delete a.dataset.controlsMs; return v; })()")
         if got:
             out.append(float(got))
+            controls.append(float(ctl or got))
     page.close()
-    return out
+    return out, controls
 
 
 def transfer(browser, url: str, served: list) -> tuple[int, int, int]:
@@ -212,8 +221,10 @@ def browser_figures(site: Path, runs: int) -> None:
             what = "fallback (snapshot blocked, cold boot)" if fallback else "snapshot"
             print(f"browser, deep link → its command, {what} [{modes}], {len(DEEP_LINKS)} links × {runs} runs: "
                   f"cold median {med(cold):.2f} s (p95 {pct(cold, .95):.2f}), warm median {med(warm):.2f} s (p95 {pct(warm, .95):.2f})")
-        clicks = click_times(b, base, 60)
-        print(f"browser, click → plan on screen (60 random clicks): p50 {pct(clicks, .5):.0f} ms, p95 {pct(clicks, .95):.0f} ms")
+        for think in (1.0, 0.0):
+            clicks, controls = click_times(b, base, 60, think)
+            print(f"browser, click → plan on screen (60 random clicks, {think:g} s between clicks): p50 {pct(clicks, .5):.0f} ms, "
+                  f"p95 {pct(clicks, .95):.0f} ms; → controls too: p50 {pct(controls, .5):.0f} ms, p95 {pct(controls, .95):.0f} ms")
         raw, gz, n = transfer(b, base + DEEP_LINKS[0], served)
         print(f"browser, first visit of a deep link: {n} requests, {raw:,} bytes raw, {gz:,} bytes gzip")
         second = second_page_time(b, base, runs)

@@ -19,6 +19,7 @@ def selection_values(sel: Selection) -> dict[str, str]:
             "kv_offload": sel.kv_offload or "off", "install": sel.install}
     if sel.task is not None:
         vals["task"] = sel.task
+    vals["instances"] = str(sel.instances)  # dropped below when it is what the recipe picks
     if sel.prefill:
         for name in POOLS:
             p = sel.pool(name)
@@ -29,7 +30,7 @@ def selection_values(sel: Selection) -> dict[str, str]:
     return vals
 
 
-DROP_ORDER = ("nodes", "prefill_nodes", "decode_nodes", "strategy", "prefill_mode", "decode_mode",
+DROP_ORDER = ("instances", "nodes", "prefill_nodes", "decode_nodes", "strategy", "prefill_mode", "decode_mode",
               "features", "advanced", "kv_offload", "install", "task", "variant", "hardware")
 
 

@@ -150,6 +150,16 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
             "id": kid, "label": ctx.kv_label(kid), "description": desc, "selected": kid == sel.kv_offload,
             "disabled": reason is not None, "reason": reason, "query": base.with_values(kv_offload=kid).query(),
         })
+    store = ctx.catalog.strategies.get(sel.kv_offload) if sel.kv_offload else None
+    if store is not None and store.deploy_type == "kv_store_lb" and deploy != "pd_cluster":
+        from composer.resolve import MAX_INSTANCES
+
+        opts["instances"] = [{
+            "id": str(k), "label": str(k), "selected": k == sel.instances, "disabled": False, "reason": None,
+            "description": f"{k} vLLM instance{'s' if k > 1 else ''} of {sel.nodes} node(s) each, sharing the store"
+                           + (" behind a cache-aware router." if k > 1 else "."),
+            "query": base.with_values(instances=k).query(),
+        } for k in range(1, MAX_INSTANCES + 1)]
     if ctx.is_omni and len(ctx.omni_tasks()) > 1:
         opts["task"] = [{
             "id": t.ident, "label": t.label or t.id, "description": t.description, "selected": t.ident == sel.task,
@@ -186,7 +196,8 @@ def _hardware_query(ctx: RecipeContext, sel: Selection, base: Request, hw: str) 
 def _dim_values(sel: Selection) -> dict[str, set[str]]:
     vals = {"hardware": {sel.hardware}, "variant": {sel.variant}, "strategy": {sel.strategy}, "task": {sel.task or ""},
             "nodes": set() if sel.prefill else {str(sel.nodes)}, "features": set(sel.features),
-            "advanced": set(sel.advanced), "kv_offload": {sel.kv_offload or "off"}, "install": {sel.install}}
+            "advanced": set(sel.advanced), "kv_offload": {sel.kv_offload or "off"}, "install": {sel.install},
+            "instances": {str(sel.instances)}}
     for name in POOLS:
         pool = sel.pool(name)
         vals[f"{name}_mode"] = {pool.mode} if pool else set()

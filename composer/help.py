@@ -15,6 +15,7 @@ GROUPS = {
     "features": ("Features", "Optional behaviour: parsers, speculative decoding, text only. A feature that is off also removes the flags it owns."),
     "advanced": ("Advanced", "Generic knobs. They override the recipe's tuned values for hardware and strategy; features applied later can override them in turn."),
     "kv_offload": ("KV offload", "Where KV cache may spill: host DRAM or an external store. It moves KV cache, never weights, so it cannot make a model fit."),
+    "instances": ("Instances", "vLLM instances sharing the KV store, each a full copy of the deployment above; a cache-aware router sends a prompt to the instance that holds its prefix."),
     "task": ("Task", "What the vLLM-Omni server is set up to generate: each task may use its own checkpoint and arguments."),
     "install": ("Run with", "Show the commands for a pip install on the host, or wrapped in the vLLM container (host networking for multi-node)."),
 }

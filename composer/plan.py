@@ -21,7 +21,7 @@ from composer.notices import Notices
 from composer.outputs import CapacityCheck, Command, EnvSource, FlagSource, Plan, RecipeRef, Replaced, to_json
 from composer.query import parse_query
 from composer.resolve import POOLS, Selection, feature_label, layout_for, pool_layout, resolve, util_in_force
-from composer.shell import command_text, env_text
+from composer.shell import command_text, env_text, recipe_command
 from composer.topology import node_units, serves_api
 
 LAYER_LABELS = {
@@ -239,14 +239,39 @@ def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tupl
     lay = layout_for(ctx, sel, sel.nodes)
     util = util_in_force(ctx, sel)
     _tp_utilization_notice(ctx, sel, lay, util, notices)
-    cmds = []
-    for rank in range(sel.nodes):
-        role = "serve" if deploy == "single_node" else ("head" if rank == 0 else "worker")
-        label = "Node" if role == "serve" else ("Head (node 0)" if rank == 0 else f"Node {rank}")
-        spec = CommandSpec(role, rank, tuple(node_units(lay, rank, deploy)))
-        cmds.append(_command(ctx, sel, spec, lay, notices, label))
-    caps = [_capacity_of(ctx, sel, lay, util, cmds[0], "deployment", _where(lay, hwname), notices)]
+    cmds, endpoints = [], []
+    many = sel.instances > 1
+    for inst in range(1, sel.instances + 1):
+        head = f"$INSTANCE_{inst}_HEAD_IP" if many else "$HEAD_IP"
+        for rank in range(sel.nodes):
+            role = "serve" if deploy == "single_node" else ("head" if rank == 0 else "worker")
+            label = "Node" if role == "serve" else ("Head (node 0)" if rank == 0 else f"Node {rank}")
+            if many:
+                label = f"Instance {inst} · {label}"
+            spec = CommandSpec(role, rank, tuple(node_units(lay, rank, deploy, head=head)))
+            cmd = _command(ctx, sel, spec, lay, notices, label)
+            cmds.append(cmd)
+            if many and serves_api(lay, rank):
+                host = f"$INSTANCE_{inst}_IP" if deploy == "single_node" else head if rank == 0 else f"$INSTANCE_{inst}_NODE_{rank}_IP"
+                endpoints.append(f"http://{host}:{flag_value(cmd.argv, '--port') or '8000'}")
+    caps = [_capacity_of(ctx, sel, lay, util, cmds[0], "deployment",
+                         _where(lay, hwname) + (f", each of {sel.instances} instances" if many else ""), notices)]
+    if many:
+        cmds.append(_store_router(ctx, sel, endpoints))
     return cmds, caps
+
+
+def _store_router(ctx: RecipeContext, sel: Selection, endpoints: list[str]) -> Command:
+    """The router over the instances of a KV-store deployment, with the
+    store's policy (``cache_aware``: prompts with a shared prefix land on the
+    instance that holds it) and port (``kv_store/<id>.yaml`` ``router``)."""
+    cfg = dict(ctx.strategy(sel.kv_offload).router or {})
+    argv = ["vllm-router", "--policy", str(cfg.get("policy", "cache_aware")), "--worker-urls", *endpoints,
+            "--host", "0.0.0.0", "--port", str(cfg.get("port", ROUTER_PORT))]
+    text = command_text(argv, head=1)
+    install = str(cfg.get("install") or "uv pip install vllm-router")
+    return Command(role="router", node_rank=0, pool=None, label="Router", argv=tuple(argv), env={}, command=text,
+                   env_text="", text=text, install=recipe_command(install), pip_text=text)
 
 
 def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[Command], list[CapacityCheck]]:
@@ -295,7 +320,15 @@ def _router(ctx: RecipeContext, sel: Selection, endpoints: dict[str, list[str]])
 
 def summary_layout(ctx: RecipeContext, sel: Selection) -> str:
     """The layout part of the summary, e.g. "TP 16" or "DP 16 + EP"."""
-    return summary(ctx, sel, []).split(" · ")[-2] if not sel.prefill else "P/D pools"
+    return _shape(ctx, sel) if not sel.prefill else "P/D pools"
+
+
+def _shape(ctx: RecipeContext, sel: Selection) -> str:
+    lay = layout_for(ctx, sel, sel.nodes)
+    task = ctx.omni_task(sel.task)
+    return {"tp": f"TP {lay.tp}", "tep": f"TP {lay.tp} + EP", "dep": f"DP {lay.dp} + EP",
+            "tp_pp": f"TP {lay.tp} × PP {lay.pp}", "tp_dp": f"TP {lay.tp} × DP {lay.dp}",
+            "omni": (task.label or task.id) if task else "vLLM-Omni"}[lay.mode]
 
 
 def summary(ctx: RecipeContext, sel: Selection, commands: list[dict]) -> str:
@@ -304,11 +337,10 @@ def summary(ctx: RecipeContext, sel: Selection, commands: list[dict]) -> str:
     if sel.prefill:
         return (f"{hw.display_name} · P/D: prefill {sel.prefill.nodes} × {sel.prefill.mode.upper()}, "
                 f"decode {sel.decode.nodes} × {sel.decode.mode.upper()} · {prec}")
-    lay = layout_for(ctx, sel, sel.nodes)
-    shape = {"tp": f"TP {lay.tp}", "tep": f"TP {lay.tp} + EP", "dep": f"DP {lay.dp} + EP",
-             "tp_pp": f"TP {lay.tp} × PP {lay.pp}", "tp_dp": f"TP {lay.tp} × DP {lay.dp}",
-             "omni": ctx.omni_task(sel.task).label or ctx.omni_task(sel.task).id if ctx.omni_task(sel.task) else "vLLM-Omni"}[lay.mode]
-    return f"{sel.nodes} × {hw.display_name} · {ctx.strategy_label(sel.strategy)} · {shape} · {prec}"
+    text = f"{sel.nodes} × {hw.display_name} · {ctx.strategy_label(sel.strategy)} · {_shape(ctx, sel)} · {prec}"
+    if sel.instances > 1:
+        text += f" · {sel.instances} instances ({sel.nodes * sel.instances} nodes) behind a router"
+    return text
 
 
 def verification(ctx: RecipeContext, sel: Selection) -> dict:

@@ -4,7 +4,8 @@ Parameter names and value ids follow the public recipes site (§12 of
 upstream-recipe-semantics.md) so shared links keep working: ``hardware``,
 ``variant``, ``nodes``, ``strategy``, ``features``, ``advanced``, ``kv_offload``,
 ``prefill_nodes``, ``decode_nodes``, ``prefill_mode``, ``decode_mode``; plus ours:
-``install`` (``pip`` or ``docker``: how the commands are shown) and ``v``.
+``install`` (``pip`` or ``docker``: how the commands are shown), ``instances``
+(vLLM instances behind a KV store's router) and ``v``.
 
 A request holds only what the query *asked for*; nothing here checks the values
 against a recipe (that is ``composer.resolve``). A hostile query cannot raise:
@@ -37,9 +38,10 @@ PARAMS = (
     "kv_offload",
     "install",
     "task",
+    "instances",
 )
 LIST_PARAMS = ("features", "advanced")
-INT_PARAMS = ("nodes", "prefill_nodes", "decode_nodes")
+INT_PARAMS = ("nodes", "prefill_nodes", "decode_nodes", "instances")
 MAX_VALUE_LEN = 512
 MAX_QUERY_LEN = 8192
 

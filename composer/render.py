@@ -64,12 +64,16 @@ def page_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
     for it in two parts (``plan_json`` then ``controls_json``); this is both."""
     first = json.loads(plan_json(recipe_json, catalog_json, query))
     first["fragments"].update(json.loads(controls_json(recipe_json, catalog_json, query))["fragments"])
+    first.pop("next", None)
     first["fragments"] = {name: first["fragments"][name] for name in FRAGMENTS}
     return json.dumps(first)
 
 
 _LAST: dict = {}
-"""The selection of the last ``plan_json`` (its ``controls_json`` follows)."""
+"""``(context, query)`` → (selection, canonical request) of recent ``plan_json``
+calls (the worker also composes likely next clicks ahead); its
+``controls_json`` follows. Bounded: the oldest entries go first."""
+_LAST_MAX = 128
 
 
 def _renderer() -> PageRenderer:
@@ -87,7 +91,8 @@ def plan_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
 
     ctx = context_from_json(recipe_json, catalog_json)
     plan, sel, canon = plan_and_selection(ctx, query)
-    _LAST.clear()
+    if len(_LAST) >= _LAST_MAX:
+        _LAST.pop(next(iter(_LAST)))
     _LAST[(id(ctx), query)] = (sel, canon)
     data = to_json(plan)
     return json.dumps({"plan": data, "fragments": _renderer().fragments(data, PLAN_FRAGMENTS)})
@@ -103,5 +108,8 @@ def controls_json(recipe_json: str, catalog_json: str, query: str | None) -> str
     ctx = context_from_json(recipe_json, catalog_json)
     found = _LAST.get((id(ctx), query))
     sel, canon = found if found else plan_and_selection(ctx, query)[1:]
-    view = {"options": to_json(build_options(ctx, sel, canon)), "groups": groups()}
-    return json.dumps({"fragments": _renderer().fragments(view, ("controls",))})
+    options = to_json(build_options(ctx, sel, canon))
+    view = {"options": options, "groups": groups()}
+    # The queries a next click can send: the worker composes their plans ahead.
+    nxt = [o["query"] for items in options.values() for o in items if not o["disabled"] and not o["selected"]]
+    return json.dumps({"fragments": _renderer().fragments(view, ("controls",)), "next": nxt})

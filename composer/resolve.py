@@ -43,6 +43,7 @@ class Selection:
     decode: Pool | None = None
     install: str = "pip"  # pip | docker: how commands are shown
     task: str | None = None  # omni recipes: the task (its key or id)
+    instances: int = 1  # vLLM instances behind a KV store's router (kv_store_lb)
 
     def pool(self, name: str) -> Pool | None:
         return getattr(self, name)
@@ -55,6 +56,8 @@ class Selection:
         }
         if self.task is not None:
             d["task"] = self.task
+        if self.instances != 1:
+            d["instances"] = self.instances
         for p in POOLS:
             pool = self.pool(p)
             if pool:
@@ -280,7 +283,8 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         task = want_task if want_task in idents else idents[0]
     elif req.get("task") is not None:
         n.add("warning", "query-ignored", "The parameter task applies only to vLLM-Omni recipes and was ignored.")
-    sel = Selection(hw, variant, sid, 1, tuple(feats), adv, kv, install=install, task=task)
+    instances = resolve_instances(ctx, req, kv, ctx.strategy(sid).deploy_type, n)
+    sel = Selection(hw, variant, sid, 1, tuple(feats), adv, kv, install=install, task=task, instances=instances)
     deploy = ctx.strategy(sid).deploy_type
     pool_params = [k for k in ("prefill_mode", "prefill_nodes", "decode_mode", "decode_nodes") if req.get(k) is not None]
     if deploy != "pd_cluster" and pool_params:
@@ -318,7 +322,33 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
             why = f"{layout_ok(ctx, sel, layout_for(ctx, sel, want_nodes), util)} No larger count up to {MAX_NODES} works."
             n.add("warning", "nodes-lowered", f"Nodes lowered from {want_nodes} to {nodes}: {why}",
                   subject="nodes", old=want_nodes, new=nodes, reason=why)
-    return Selection(hw, variant, sid, nodes, sel.features, adv, kv, install=sel.install, task=sel.task), n
+    return Selection(hw, variant, sid, nodes, sel.features, adv, kv, install=sel.install, task=sel.task,
+                     instances=sel.instances), n
+
+
+MAX_INSTANCES = 8
+"""Most vLLM instances offered behind a KV store's router."""
+
+
+def resolve_instances(ctx: RecipeContext, req: Request, kv: str, deploy: str, n: Notices) -> int:
+    """Instances of a KV-store deployment (``kv_store/<id>.yaml``: a cluster of
+    vLLM instances sharing one store behind a router): the query's
+    ``instances``, else the store's ``default_instances``; 1 for everything
+    else (P/D keeps its own pools and router)."""
+    want = req.get_int("instances")
+    store = ctx.catalog.strategies.get(kv) if kv else None
+    if store is None or store.deploy_type != "kv_store_lb" or deploy == "pd_cluster":
+        if want is not None:
+            n.add("warning", "query-ignored", "The parameter instances applies only to a KV store deployment without "
+                                              "P/D and was ignored.")
+        return 1
+    default = max(1, min(MAX_INSTANCES, store.default_instances or 1))
+    if want is None:
+        return default
+    if not 1 <= want <= MAX_INSTANCES:
+        n.add("warning", "invalid-instances", f"The value instances={want} is outside 1–{MAX_INSTANCES}; {default} is shown.")
+        return default
+    return want
 
 
 def raise_reasons(ctx: RecipeContext, sel: Selection, want: int, floor: int, got: int, floor_msg: str, make, util: float,

@@ -288,3 +288,39 @@ def test_human_readable_max_model_len_is_checked(plan):
     assert not [n for n in p["notices"] if n["code"] == "kv-capacity"]
     from composer.vllm_cli import human_int
     assert (human_int("2000k"), human_int("2M"), human_int("1.5K"), human_int("128")) == (2_000_000, 2_097_152, None, 128)
+
+
+@needs_corpus
+def test_mooncake_centralized_runs_its_instances_behind_a_cache_aware_router():
+    # Issue 10: the kv_store file asks for default_instances: 2 and a cache-aware router.
+    p = corpus_plan("moonshotai/Kimi-K3", "hardware=b300&kv_offload=kv_store_centralized_mooncake")
+    assert p["selection"]["instances"] == 2
+    serve = [c for c in p["commands"] if c["role"] != "router"]
+    (router,) = [c for c in p["commands"] if c["role"] == "router"]
+    assert [c["label"] for c in serve] == ["Instance 1 · Node", "Instance 2 · Node"]
+    assert router["argv"][:3] == ["vllm-router", "--policy", "cache_aware"]
+    urls = router["argv"][router["argv"].index("--worker-urls") + 1:router["argv"].index("--host")]
+    assert urls == ["http://$INSTANCE_1_IP:8000", "http://$INSTANCE_2_IP:8000"]
+    assert flag(router["argv"], "--port") == "30080"
+    assert "30080" in p["client"]["curl"]
+    three = corpus_plan("moonshotai/Kimi-K3", "hardware=b300&kv_offload=kv_store_centralized_mooncake&instances=3")
+    assert len([c for c in three["commands"] if c["role"] != "router"]) == 3 and "instances=3" in three["url"]
+    one = corpus_plan("moonshotai/Kimi-K3", "hardware=b300&kv_offload=kv_store_centralized_mooncake&instances=1")
+    assert not [c for c in one["commands"] if c["role"] == "router"] and "instances=1" in one["url"]
+    again = corpus_plan("moonshotai/Kimi-K3", p["url"])
+    assert again["selection"] == p["selection"] and "instances" not in p["url"]  # the default is omitted
+
+
+@needs_corpus
+def test_multi_node_instances_have_their_own_heads():
+    p = corpus_plan("moonshotai/Kimi-K3", "hardware=h200&kv_offload=kv_store_centralized_mooncake")
+    heads = {flag(c["argv"], "--master-addr") for c in p["commands"] if c["role"] in ("head", "worker")}
+    assert heads == {"$INSTANCE_1_HEAD_IP", "$INSTANCE_2_HEAD_IP"}
+    (router,) = [c for c in p["commands"] if c["role"] == "router"]
+    assert "http://$INSTANCE_1_HEAD_IP:8000" in router["argv"]
+
+
+def test_instances_outside_a_kv_store_is_ignored_with_a_notice(plan):
+    p = plan("hardware=b300&instances=3")
+    assert "instances" not in p["selection"]
+    assert any(n["code"] == "query-ignored" and "instances" in n["message"] for n in p["notices"])

@@ -23,6 +23,7 @@
   let controlsFor = 0;    // id of the request whose controls are on screen (0: the pre-rendered ones)
   let preview = false;    // the page shows the default, not the URL's plan
   let clickAt = null;     // performance.now() of the last click, for data-click-ms
+  let controlsClickAt = null;  // the same, until its controls are on screen (data-controls-ms)
 
   function setStatus(state, text) {
     statusEl.dataset.state = state;
@@ -212,6 +213,7 @@
     else history.replaceState({q: plan.query}, "", url);
     if (clickAt !== null) {  // click → plan on screen, read by `make bench`
       app.dataset.clickMs = (performance.now() - clickAt).toFixed(1);
+      controlsClickAt = clickAt;
       clickAt = null;
     }
   }
@@ -220,6 +222,10 @@
     if (id !== seq) return;
     swap(next.fragments);
     controlsFor = id;
+    if (controlsClickAt !== null) {  // click → controls on screen too
+      app.dataset.controlsMs = (performance.now() - controlsClickAt).toFixed(1);
+      controlsClickAt = null;
+    }
     app.dataset.busy = "false";
     app.dataset.ready = "true";
   }
