@@ -116,14 +116,19 @@ def test_click_while_loading_is_applied_on_the_links_state(page, server):
     assert state["texts"][0].startswith("docker run")
 
 
-def test_fallback_cold_boot_when_the_snapshot_cannot_be_used(page, server):
-    page.route("**/runtime/snapshot-*.bin", lambda route: route.fulfill(status=404, body="gone"))
-    query = "hardware=h200&strategy=multi_node_tep"
-    page.goto(f"{server}{K3}?{query}")
+@pytest.mark.parametrize("damage, says", [("missing", "without the fast start"), ("one byte flipped", "SHA-256")])
+def test_fallback_cold_boot_when_the_snapshot_cannot_be_used(page, server, site_dir, damage, says):
+    if damage == "missing":
+        page.route("**/runtime/snapshot-*.bin", lambda route: route.fulfill(status=404, body="gone"))
+    else:  # the right size, the wrong bytes: would compose wrong commands if used
+        data = bytearray(next((site_dir / "runtime").glob("snapshot-*.bin")).read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        page.route("**/runtime/snapshot-*.bin", lambda route: route.fulfill(status=200, body=bytes(data)))
+    page.goto(f"{server}{K3}?hardware=h200&strategy=multi_node_tep")
     wait_ready(page)
     settle(page)
     assert page.get_attribute("#app", "data-boot-mode") == "cold"
-    assert "without the fast start" in page.inner_text("#runtime-status")
+    assert says in page.inner_text("#runtime-status")
     state = page_state(page)
     assert state["argvs"] == [c["argv"] for c in cli_plan(state["query"])["commands"]]
     assert not page.locator("#preview-banner").is_visible()
@@ -206,20 +211,6 @@ def test_reset_while_loading_then_a_click_starts_from_the_default(page, server):
     settle(page)
     q = page_state(page)["query"]
     assert "spec_decoding" not in q and "hardware" not in q, q
-
-
-def test_damaged_snapshot_of_the_right_size_is_not_used(page, server, site_dir):
-    snap = next((site_dir / "runtime").glob("snapshot-*.bin"))
-    data = bytearray(snap.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    page.route("**/runtime/snapshot-*.bin", lambda route: route.fulfill(status=200, body=bytes(data)))
-    page.goto(f"{server}{K3}?hardware=gb200&strategy=pd_cluster")
-    wait_ready(page)
-    settle(page)
-    assert page.get_attribute("#app", "data-boot-mode") == "cold"
-    assert "SHA-256" in page.inner_text("#runtime-status")
-    state = page_state(page)
-    assert state["argvs"] == [c["argv"] for c in cli_plan(state["query"])["commands"]]
 
 
 def test_unusable_recipe_data_ends_the_preview_with_a_message(page, server):
