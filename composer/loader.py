@@ -160,6 +160,9 @@ def load_catalog_data(root: Path) -> tuple[dict, list[RecipeError]]:
         errors.append(RecipeError("taxonomy.yaml", "", "is missing"))
     strategies = {}
     for sub in ("strategies", "kv_store"):
+        if (root / sub).is_symlink():
+            errors.append(RecipeError(f"{sub}/", "", "is a linked folder, which is never read"))
+            continue
         for path in sorted((root / sub).glob("*.yaml")):
             data = _read_yaml(path, root, errors)
             if isinstance(data, dict):
@@ -186,18 +189,25 @@ SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 def recipe_paths(root: Path) -> dict[str, Path]:
     """``{recipe_id: path}`` for every ``models/<org>/<repo>.yaml`` whose org and
     repo are safe names (``unsafe_recipe_files`` lists the others)."""
-    return {f"{p.parent.name}/{p.stem}": p for p in sorted((root / "models").glob("*/*.yaml"))
-            if SAFE_NAME.match(p.parent.name) and SAFE_NAME.match(p.stem) and ".." not in p.stem}
+    return {f"{p.parent.name}/{p.stem}": p for p in sorted((root / "models").glob("*/*.yaml")) if _safe_path(p)}
+
+
+def _safe_path(p: Path) -> bool:
+    """A recipe file with a safe org/repo name, in a real folder of ``models/``
+    (a linked folder could lead anywhere on the machine)."""
+    return (SAFE_NAME.match(p.parent.name) is not None and SAFE_NAME.match(p.stem) is not None and ".." not in p.stem
+            and not p.parent.is_symlink())
 
 
 def unsafe_recipe_files(root: Path) -> list[RecipeError]:
     """An error for every recipe file whose org or repo is not a safe name."""
     out = []
     for p in sorted((root / "models").glob("*/*.yaml")):
-        if not (SAFE_NAME.match(p.parent.name) and SAFE_NAME.match(p.stem) and ".." not in p.stem):
+        if not _safe_path(p):
             shown = repr(f"{p.parent.name}/{p.stem}")[:80]
-            out.append(RecipeError(f"models/{shown}", "", "the recipe id (org/repo from the file path) must be letters, "
-                                   "digits, '-', '_' and '.' as on Hugging Face; the file is not built"))
+            why = ("is in a linked folder, which is never read" if p.parent.is_symlink() else
+                   "has a recipe id (org/repo from the file path) that is not letters, digits, '-', '_' and '.' as on Hugging Face")
+            out.append(RecipeError(f"models/{shown}", "", f"{why}; the file is not built"))
     return out
 
 

@@ -281,3 +281,14 @@ def test_headroom_below_one_is_refused(tmp_path):
     with pytest.raises(RecipeLoadError) as info:
         validate(recipes)
     assert any("headroom" in e.key for e in info.value.errors)
+
+
+def test_linked_folders_are_not_read(tmp_path):
+    recipes = _copy(tmp_path)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    shutil.copy(recipes / "models" / "moonshotai" / "Kimi-K3.yaml", outside / "Leak.yaml")
+    (recipes / "models" / "linked").symlink_to(outside)
+    with pytest.raises(RecipeLoadError) as info:
+        validate(recipes)
+    assert any("linked folder" in e.message for e in info.value.errors)
