@@ -43,12 +43,12 @@ def render_text(plan: dict, explain: bool = False) -> str:
             for f in c["provenance"]:
                 line = comment(f"#   {f['flag']}{' ' + f['value'] if f['value'] is not None else ''}  <- {f['layer']}: {f['key']}")
                 for r in f["replaced"]:
-                    line += comment(f"  (replaced {r['value']} from {r['layer']}: {r['key']})")
+                    line += "  " + comment(f"(replaced {r['value']} from {r['layer']}: {r['key']})")
                 out.append(line)  # comment() keeps every explain line one line
             for e in c["env_provenance"]:
                 line = comment(f"#   {e['name']}={e['value']}  <- {e['layer']}: {e['key']}")
                 for r in e["replaced"]:
-                    line += comment(f"  (replaced {r['value']} from {r['layer']}: {r['key']})")
+                    line += "  " + comment(f"(replaced {r['value']} from {r['layer']}: {r['key']})")
                 out.append(line)  # comment() keeps every explain line one line
     return "\n".join(out)
 

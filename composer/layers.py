@@ -169,7 +169,7 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
         argv.add_tokens(strat.vllm_args, Source("strategy", f"{skey}.vllm_args"))
         env.add(strat.env, Source("strategy", f"{skey}.env"))
     if spec is not None:
-        argv.add(list(spec.topology), Source("strategy", f"{TOPOLOGY_SOURCE} of {spec.role} node {spec.rank}"))
+        argv.add(list(spec.topology), Source("strategy", f"{TOPOLOGY_SOURCE} of {_node_name(spec)}"))
     if sid == "omni":
         _omni_layer(ctx, sel, argv)
     # 4 hardware, recipe-wide: recipe and variant blocks, least → most specific.
@@ -295,6 +295,11 @@ them afterwards (the summary and the capacity check describe that layout)."""
 TOPOLOGY_SOURCE = "composer: topology"
 
 
+def _node_name(spec: CommandSpec) -> str:
+    """The node as its tab names it: P/D pool nodes count from 1, others from 0 (head)."""
+    return f"{spec.role} node {spec.rank + 1}" if spec.pool else f"{spec.role} node {spec.rank}"
+
+
 def _reassert_topology(argv: ArgvBuilder, spec: CommandSpec) -> list[tuple[str | None, object]]:
     """Put the computed topology back over any recipe value for the same flags,
     drop topology flags the layout does not use, and apply vLLM's launch rules
@@ -343,5 +348,5 @@ def _reassert_topology(argv: ArgvBuilder, spec: CommandSpec) -> list[tuple[str |
         elif entry.unit != wanted[key] or not entry.source.key.startswith(TOPOLOGY_SOURCE):
             if entry.unit != wanted[key]:
                 displaced.append((None, entry))
-            argv.add([wanted[key]], Source("strategy", f"{TOPOLOGY_SOURCE} of {spec.role} node {spec.rank}"))
+            argv.add([wanted[key]], Source("strategy", f"{TOPOLOGY_SOURCE} of {_node_name(spec)}"))
     return displaced

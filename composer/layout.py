@@ -188,6 +188,8 @@ class Capacity:
     recipe gives the attention geometry."""
     max_model_len: int | None = None
     max_model_len_explicit: bool = False
+    token_scope: str = ""
+    """What ``kv_tokens`` counts when it is not the whole replica (" per DP rank")."""
 
     @property
     def weights_fit(self) -> bool:
@@ -212,17 +214,19 @@ class Capacity:
         if self.weights_gb is None:
             return f"The recipe gives no weight size; capacity on {where} was not checked."
         pct = round(100 * (self.share or 0))
-        text = f"{self.weights_gb:g} GB of weights on {where} ({self.gpus} GPUs, {self.hbm_gb:g} GB of HBM, {pct} %)"
+        gpus = f"{self.gpus} GPU{'s' if self.gpus != 1 else ''}"
+        text = f"{self.weights_gb:g} GB of weights on {where}: {gpus}, {self.hbm_gb:g} GB of HBM, {pct} %"
         if self.kv_gb is None:
             return text + "."
         if not self.weights_fit:
             return text + ": the weights do not fit."
         text += (f"; at gpu-memory-utilization {self.util:g}, {self.usable_gb:g} GB usable minus {self.weights_raw_gb:g} GB of "
-                 f"weights and {self.overhead_gb:g} GB of runtime overhead leaves {self.kv_gb:g} GB for the KV cache")
+                 f"raw weights (without the recipe's headroom) and {self.overhead_gb:g} GB of runtime overhead leaves "
+                 f"{self.kv_gb:g} GB for the KV cache")
         if self.kv_gb <= 0:
             return text + ": no room for the KV cache."
         if self.kv_tokens is not None:
-            text += f" (~{self.kv_tokens:,} tokens)"
+            text += f" (~{self.kv_tokens:,} tokens{self.token_scope})"
         else:
             text += " (tokens not estimated: the recipe gives no attention geometry)"
         return text + "."
@@ -253,7 +257,8 @@ def capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, util:
     kv = round(usable - raw - overhead, 1)
     tokens = kv_tokens(ctx, lay, kv, kv_dtype) if kv > 0 else None
     mml, explicit = _max_model_len(ctx, max_model_len)
-    return Capacity(weights, gpus, hbm, util, usable, raw, overhead, kv, tokens, mml, explicit)
+    scope = " per DP rank" if lay.mode == "dep" and lay.dp > 1 else ""
+    return Capacity(weights, gpus, hbm, util, usable, raw, overhead, kv, tokens, mml, explicit, scope)
 
 
 def _max_model_len(ctx: RecipeContext, value: str | None) -> tuple[int | None, bool]:

@@ -77,7 +77,8 @@ def _replacement_notices(ctx: RecipeContext, entries: list[Entry], notices: Noti
             old_v = old.value if old.value is not None else old.display()
             if old == new:
                 notices.add("info", "value-unchanged",
-                            f"{source_label(ctx, dst)} sets {flag} {new_v}, the value {source_label(ctx, src)} already set: the command is unchanged.")
+                            f"{source_label(ctx, dst)} sets {flag} {new_v}{where}, the value {source_label(ctx, src)} already set: "
+                            "the command is unchanged.")
             else:
                 notices.add("info", "value-replaced",
                             f"{source_label(ctx, src)} {flag} {old_v} was replaced by {source_label(ctx, dst)}'s {new_v}{where}.")
@@ -159,7 +160,7 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
         notices.add("info", "feature-owned-flag",
                     f"{feature_label(ctx, fid)} is off, so {entry.unit.display()} from {source_label(ctx, entry.source)} was removed.")
     entries = argv_b.entries()
-    _replacement_notices(ctx, entries, notices, "")
+    _replacement_notices(ctx, entries, notices, f" on the {spec.pool} pool" if spec.pool else "")
     _vllm_notices(entries, env_b.values(), notices)
     _scheduler_notices(entries, f"The {spec.pool} pool" if spec.pool else "The deployment", notices)
     model = ctx.model_id(sel.variant, sel.task)
@@ -205,9 +206,13 @@ def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, noti
                         f"--max-model-len {cap.max_model_len:,}: vLLM refuses to start. Fits: {fix}.",
                         subject="--max-model-len", old=cap.max_model_len, new=cap.kv_tokens)
         else:
-            notices.add("warning", "kv-capacity",
-                        f"The KV cache of {where} holds ~{cap.kv_tokens:,} tokens, less than the model's context of "
-                        f"{cap.max_model_len:,}, vLLM's default --max-model-len: vLLM would refuse to start. Fits: {fix}.",
+            # The command sets no --max-model-len: vLLM then takes the model's own
+            # maximum, which may differ from the recipe's declared context, and the
+            # KV estimate rests on the recipe's geometry. Information, not an error.
+            notices.add("info", "kv-capacity",
+                        f"The KV cache of {where} holds ~{cap.kv_tokens:,} tokens (estimated), less than the model's "
+                        f"{cap.max_model_len:,}-token context: if vLLM's default --max-model-len is that context it will "
+                        f"not start. Fits: {fix}.",
                         subject="--max-model-len", old=cap.max_model_len, new=cap.kv_tokens)
     return cap.check(scope, where)
 
