@@ -21,7 +21,7 @@ from composer.api import compose, make_context
 from composer.argv import ArgvError
 from composer.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths, unsafe_recipe_files
 from composer.schema import ENV_NAME, Catalog, Recipe
-from composer.validate import check_recipe_args, check_recipe_references, lint_recipe, validate_catalog, validate_recipe
+from composer.validate import check_recipe_args, check_recipe_references, lint_recipe, unknown_keys, validate_catalog, validate_recipe
 
 
 def load_catalog_checked(recipes_dir: Path) -> Catalog:
@@ -51,12 +51,15 @@ def check_recipe(recipes_dir: Path, rid: str, path: Path, catalog: Catalog, stri
     any problem is an error. Every problem names the file and key path."""
     rel = str(path.relative_to(recipes_dir))
     try:
-        recipe = validate_recipe(load_recipe_data(recipes_dir, rid, path))
+        data = load_recipe_data(recipes_dir, rid, path)
+        recipe = validate_recipe(data)
     except RecipeLoadError as exc:
         return None, exc.errors
     except ValidationError as exc:
         return None, _validation_errors(exc, rel)
     problems = check_references(rid, recipe, catalog, recipes_dir, strict)
+    level = "error" if strict else "warning"
+    problems += [RecipeError(rel, key, message, level) for key, message in unknown_keys(data)]
     if any(p.level == "error" for p in problems):
         return None, problems
     return recipe, problems

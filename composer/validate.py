@@ -254,3 +254,56 @@ def lint_recipe(recipe: Recipe) -> list[tuple[str, str, str]]:
             for f in vllm_cli.check_env(name):
                 out.append((f"{key}.{name}", f.sentence(), f.level))
     return out
+
+
+DISPLAY_ONLY = {
+    "Recipe": {"guide", "dependencies"},
+    "Meta": {"slug", "difficulty", "date_updated", "date_added", "related_recipes", "performance_headline", "platforms"},
+    "Model": {"docker_source"},
+    "Omni": {"task_label", "task_hint", "variant_label", "variant_hint", "task_axes"},
+    "OmniTask": {"axes"},
+    "HardwareBlock": {"install_note"},
+    "Feature": {"hardware"},
+}
+"""Keys of the public recipe format that only the public site displays; the
+composer does not read them, and they are not reported as unknown."""
+
+
+def unknown_keys(data, tp=Recipe, path: str = ""):
+    """Yield ``(key path, message)`` for every key of raw recipe data that the
+    schema neither declares nor lists as display-only: a misspelt key (e.g.
+    ``hardware_overides``) would otherwise vanish without a word. Messages
+    suggest the closest declared key."""
+    import dataclasses
+    import difflib
+    import typing
+    from collections.abc import Mapping
+
+    def walk(value, hint, where):
+        origin = typing.get_origin(hint)
+        if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+            yield from unknown_keys(value, hint, where)
+        elif origin is typing.Union:
+            for member in typing.get_args(hint):
+                if isinstance(value, dict) and (dataclasses.is_dataclass(member) or typing.get_origin(member) in (Mapping, dict)):
+                    yield from walk(value, member, where)
+                    break
+        elif origin in (Mapping, dict) and isinstance(value, dict):
+            inner = typing.get_args(hint)[1]
+            for k, v in value.items():
+                yield from walk(v, inner, f"{where}{k}.")
+        elif origin is tuple and isinstance(value, list):
+            inner = typing.get_args(hint)[0]
+            for i, v in enumerate(value):
+                yield from walk(v, inner, f"{where[:-1]}[{i}].")
+
+    if not isinstance(data, dict):
+        return
+    hints = typing.get_type_hints(tp)
+    allowed = DISPLAY_ONLY.get(tp.__name__, set())
+    for key, value in data.items():
+        if key in hints:
+            yield from walk(value, hints[key], f"{path}{key}.")
+        elif key not in allowed:
+            near = difflib.get_close_matches(str(key), list(hints), n=1, cutoff=0.75)
+            yield (f"{path}{key}", "unknown key, ignored" + (f" (did you mean {near[0]}?)" if near else ""))

@@ -254,3 +254,15 @@ def test_one_walker_names_the_key_paths_provenance_uses(plan):
                     assert entry["key"] in known, entry["key"]
                     seen += 1
     assert seen > 20
+
+
+def test_misspelt_keys_are_reported_with_a_suggestion(tmp_path):
+    recipes = _recipes(tmp_path, lambda d: (d.__setitem__("hardware_overides", d.pop("hardware_overrides")),
+                                            d["meta"].__setitem__("bogus_key", 1)))
+    recipe, problems = _findings(recipes, strict=False)
+    assert recipe is not None
+    keys = {p.key: p.message for p in problems}
+    assert "did you mean hardware_overrides" in keys["hardware_overides"]
+    assert "unknown key" in keys["meta.bogus_key"]
+    recipe, problems = _findings(recipes, strict=True)
+    assert recipe is None  # --strict: our own recipes may not carry unknown keys
