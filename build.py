@@ -36,14 +36,12 @@ import zipfile
 from pathlib import Path
 
 from jinja2 import FileSystemLoader
-from pydantic import ValidationError
 
 from composer.api import compose, compose_page, make_context
-from composer.argv import ArgvError
 from composer import vllm_cli
 from composer.render import environment
 from composer.loader import RecipeError, RecipeLoadError, recipe_paths, unsafe_recipe_files
-from composer.schema import Catalog, Recipe
+from composer.schema import Recipe
 from composer.checks import check_recipe, load_catalog_checked
 from composer.validate import dump, recipe_json_schema as schema_of_recipes
 

@@ -20,9 +20,6 @@ OMNI_STRATEGY = Strategy(
     vllm_args=["--omni"])
 """The one deployment of omni recipes (semantics §14), which list no strategies."""
 
-ASSUMED_GPU_UTIL = 0.9
-"""vLLM's default --gpu-memory-utilization, for fit checks made before composing."""
-
 MAX_NODES = 16
 """Largest node count offered per deployment or pool (seed: P/D pools 1 to 16)."""
 
@@ -191,10 +188,9 @@ class RecipeContext:
             return t.model_id
         return self.variant(variant_id).model_id or self.recipe.model.model_id
 
-    def fits_one_node(self, hw_id: str, variant_id: str, util: float = ASSUMED_GPU_UTIL) -> bool:
+    def fits_one_node(self, hw_id: str, variant_id: str) -> bool:
         """Whether one node's HBM holds the weights (``vram_minimum_gb`` includes
-        headroom, so no utilization is applied on top; ``util`` is accepted for
-        callers that pass the value in force and is not needed for this test)."""
+        headroom, so no utilization is applied on top: composer.layout)."""
         weights = self.weights_gb(variant_id, None, hw_id)
         return weights is None or weights <= self.hw(hw_id).vram_gb
 

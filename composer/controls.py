@@ -11,7 +11,7 @@ from composer.context import MAX_NODES, RecipeContext
 from composer.help import GROUPS
 from composer.outputs import Option
 from composer.query import SCHEMA_VERSION, Request, parse_query
-from composer.resolve import POOLS, Selection, feature_label, pd_modes, util_in_force
+from composer.resolve import POOLS, Selection, feature_label, pd_modes
 
 
 def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[str, tuple[Option, ...]]:
@@ -41,7 +41,6 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
     } for v in ctx.recipe.variants]
 
     deploy = ctx.strategy(sel.strategy).deploy_type
-    util = util_in_force(ctx, sel)
     weights = ctx.weights_gb(sel.variant)
     single_ok = any(ctx.strategy(s).deploy_type == "single_node" and ctx.strategy_block_reason(s, sel.hardware) is None
                     for s in ctx.strategies)
@@ -73,7 +72,7 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
     for s in ctx.strategies:
         st = ctx.strategy(s)
         reason = ctx.strategy_block_reason(s, sel.hardware)
-        if reason is None and st.deploy_type == "single_node" and weights and not ctx.fits_one_node(sel.hardware, sel.variant, util):
+        if reason is None and st.deploy_type == "single_node" and weights and not ctx.fits_one_node(sel.hardware, sel.variant):
             reason = f"One {hwp.display_name} node cannot hold {weights:g} GB of weights."
         if reason is None and ctx.floor_nodes(s, sel.hardware) > MAX_NODES:
             reason = f"Needs more than {MAX_NODES} nodes of {hwp.display_name}."

@@ -187,7 +187,7 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
     # undone by the recipe's Blackwell block).
     if role is not None:
         argv.add_tokens(role.vllm_args, Source("strategy", f"{skey}.{pool}.vllm_args"))
-        env.add(_gate_env(ctx, hw_id, role.env, f"{skey}.{pool}.env"), Source("strategy", f"{skey}.{pool}.env"))
+        env.add(_gate_env(ctx, hw_id, role.env), Source("strategy", f"{skey}.{pool}.env"))
     if so is not None:
         okey = f"strategy_overrides.{sid}"
         argv.add_tokens(so.extra_args, Source("strategy", f"{okey}.extra_args"))
@@ -262,7 +262,7 @@ MNNVL_ENV = frozenset({"NCCL_MNNVL_ENABLE", "NCCL_NVLS_ENABLE", "NCCL_CUMEM_ENAB
 templates carry for every node; elsewhere it is dropped (``_gate_env``)."""
 
 
-def _gate_env(ctx: RecipeContext, hw_id: str, env, key: str) -> dict:
+def _gate_env(ctx: RecipeContext, hw_id: str, env) -> dict:
     """A P/D template's env without the multi-node-NVLink tuning on hardware
     that has no such NVLink domain (``HardwareProfile.mnnvl``)."""
     if ctx.hw(hw_id).has_mnnvl:

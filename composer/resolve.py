@@ -118,13 +118,15 @@ def pool_layout(ctx: RecipeContext, sel: Selection, name: str, mode: str, nodes:
     return make_layout(ctx, mode, sel.hardware, sel.variant, nodes, role_tp=role_tp if mode == "dep" else None)
 
 
-def layout_ok(ctx: RecipeContext, sel: Selection, lay: Layout, util: float, pool: str | None = None) -> str | None:
+def layout_ok(ctx: RecipeContext, sel: Selection, lay: Layout, pool: str | None = None) -> str | None:
     """None if ``lay`` holds the weights, leaves KV room (one sequence of an
-    explicit ``--max-model-len``) and is valid for the model, else why not."""
+    explicit ``--max-model-len``) and is valid for the model, else why not.
+    The utilization, KV dtype and max-model-len are those of ``sel``'s
+    composed command (of ``pool`` for P/D)."""
     problem = layout_problem(ctx, lay)
     if problem:
         return problem
-    _, kv_dtype, mml = memory_flags(ctx, sel, pool)
+    util, kv_dtype, mml = memory_flags(ctx, sel, pool)
     cap = capacity(ctx, lay, sel.hardware, sel.variant, util, sel.task, kv_dtype, mml)
     if not cap.fits:
         where = f"{lay.replica_nodes} × {ctx.hw(sel.hardware).display_name}"
@@ -140,12 +142,10 @@ def smallest_nodes(ctx: RecipeContext, sel: Selection, lower: int, make, floor: 
     is none, the largest ok n in [floor, lower) (a request above every valid
     count comes down to the nearest one); else None."""
     for n in range(max(1, lower), MAX_NODES + 1):
-        lay, util = make(n)
-        if layout_ok(ctx, sel, lay, util, pool) is None:
+        if layout_ok(ctx, sel, make(n), pool) is None:
             return n
     for n in range(min(lower, MAX_NODES + 1) - 1, max(1, floor) - 1, -1):
-        lay, util = make(n)
-        if layout_ok(ctx, sel, lay, util, pool) is None:
+        if layout_ok(ctx, sel, make(n), pool) is None:
             return n
     return None
 
@@ -293,13 +293,12 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         n.add("warning", "query-ignored", f"The parameter nodes={want_nodes} does not apply to P/D disaggregation: its pools are sized by prefill_nodes and decode_nodes.")
     if deploy == "pd_cluster":
         return resolve_pd(ctx, sel, req, n)
-    util = util_in_force(ctx, sel)
     hwname = ctx.hw(hw).display_name
     if deploy == "single_node":
         if want_nodes not in (None, 1):
             n.add("warning", "nodes-adjusted", f"{ctx.strategy_label(sid)} runs on one node; nodes={want_nodes} was set to 1.")
         lay = layout_for(ctx, sel, 1)
-        why = layout_ok(ctx, sel, lay, util)
+        why = layout_ok(ctx, sel, lay)
         if sid == "omni" and why:
             n.add("error", "capacity", why)
             return sel, n
@@ -308,18 +307,18 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         return sel, n
     floor = max(2, ctx.floor_nodes(sid, hw))
     lower = max(floor, want_nodes or 1)
-    nodes = smallest_nodes(ctx, sel, lower, lambda k: (layout_for(ctx, sel, k), util), floor)
+    nodes = smallest_nodes(ctx, sel, lower, lambda k: layout_for(ctx, sel, k), floor)
     if nodes is None:
         n.add("error", "capacity", f"No node count up to {MAX_NODES} of {hwname} gives {ctx.strategy_label(sid)} a valid layout that holds the weights. {fit_hint(ctx, sel)}")
         nodes = lower if lower <= MAX_NODES else MAX_NODES
     elif want_nodes is not None and nodes != want_nodes:
         floor_msg = f"{ctx.strategy_label(sid)} needs at least {floor} nodes ({max(ctx.floor_gpus(sid, hw), 2 * ctx.hw(hw).gpu_count) if floor == 2 else ctx.floor_gpus(sid, hw)} GPUs)."
-        why = raise_reasons(ctx, sel, want_nodes, floor, nodes, floor_msg, lambda k: layout_for(ctx, sel, k), util)
+        why = raise_reasons(ctx, sel, want_nodes, floor, nodes, floor_msg, lambda k: layout_for(ctx, sel, k))
         if nodes > want_nodes:
             n.add("warning", "nodes-raised", f"Nodes raised from {want_nodes} to {nodes}: {why}",
                   subject="nodes", old=want_nodes, new=nodes, reason=why)
         else:
-            why = f"{layout_ok(ctx, sel, layout_for(ctx, sel, want_nodes), util)} No larger count up to {MAX_NODES} works."
+            why = f"{layout_ok(ctx, sel, layout_for(ctx, sel, want_nodes))} No larger count up to {MAX_NODES} works."
             n.add("warning", "nodes-lowered", f"Nodes lowered from {want_nodes} to {nodes}: {why}",
                   subject="nodes", old=want_nodes, new=nodes, reason=why)
     return Selection(hw, variant, sid, nodes, sel.features, adv, kv, install=sel.install, task=sel.task,
@@ -351,13 +350,13 @@ def resolve_instances(ctx: RecipeContext, req: Request, kv: str, deploy: str, n:
     return want
 
 
-def raise_reasons(ctx: RecipeContext, sel: Selection, want: int, floor: int, got: int, floor_msg: str, make, util: float,
+def raise_reasons(ctx: RecipeContext, sel: Selection, want: int, floor: int, got: int, floor_msg: str, make,
                   pool: str | None = None) -> str:
     """Why every node count from ``want`` up to ``got - 1`` does not work: the
     strategy floor, then per count the capacity or layout problem."""
     reasons = [floor_msg] if want < floor else []
     for k in range(max(want, floor), got):
-        why = layout_ok(ctx, sel, make(k), util, pool)
+        why = layout_ok(ctx, sel, make(k), pool)
         if why:
             reasons.append(f"{k} nodes: {why}")
     return " ".join(reasons)
@@ -405,7 +404,7 @@ def fit_hint(ctx: RecipeContext, sel: Selection) -> str:
     if weights is None:
         return ""
     hold = [ctx.hw(h).display_name for h in ctx.listed_hardware
-            if ctx.hardware_block_reason(h, sel.variant) is None and ctx.fits_one_node(h, sel.variant, DEFAULT_GPU_UTIL)]
+            if ctx.hardware_block_reason(h, sel.variant) is None and ctx.fits_one_node(h, sel.variant)]
     hw = ctx.hw(sel.hardware)
     parts = []
     multi = [s for s in ctx.strategies if ctx.strategy(s).deploy_type == "multi_node" and ctx.strategy_block_reason(s, sel.hardware) is None]
@@ -475,10 +474,9 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
         role_so = getattr(so, name, None) if so else None
         recipe_nodes = hw_value(role_so.nodes, hw, ctx.hw(hw)) if role_so and role_so.nodes is not None else None
         sel_p = Selection(**{**sel.__dict__, name: Pool(mode, 1)})
-        util = util_in_force(ctx, sel_p, name)
         floor = ctx.floor_nodes(mode, hw)
         lower = max(floor, want or recipe_nodes or 1)
-        nodes = smallest_nodes(ctx, sel_p, lower, lambda k, m=mode, nm=name, u=util: (pool_layout(ctx, sel, nm, m, k), u), floor, name)
+        nodes = smallest_nodes(ctx, sel_p, lower, lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), floor, name)
         label = f"{name.capitalize()} pool ({mode.upper()})"
         if nodes is None:
             n.add("error", "capacity", f"{label}: no node count up to {MAX_NODES} of {ctx.hw(hw).display_name} holds the weights with a valid layout.")
@@ -487,11 +485,11 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
             floor_msg = f"{mode.upper()} needs at least {ctx.floor_gpus(mode, hw)} GPUs."
             if nodes > want:
                 why = raise_reasons(ctx, sel_p, want, floor, nodes, floor_msg,
-                                    lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), util, name)
+                                    lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), name)
                 n.add("warning", "nodes-raised", f"{label}: nodes raised from {want} to {nodes}: {why}",
                       subject=f"{name}_nodes", old=want, new=nodes, reason=why)
             else:
-                why = f"{layout_ok(ctx, sel_p, pool_layout(ctx, sel, name, mode, want), util, name)} No larger count up to {MAX_NODES} works."
+                why = f"{layout_ok(ctx, sel_p, pool_layout(ctx, sel, name, mode, want), name)} No larger count up to {MAX_NODES} works."
                 n.add("warning", "nodes-lowered", f"{label}: nodes lowered from {want} to {nodes}: {why}",
                       subject=f"{name}_nodes", old=want, new=nodes, reason=why)
         pools[name] = Pool(mode, nodes)

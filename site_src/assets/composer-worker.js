@@ -54,21 +54,22 @@ async function boot(msg) {
   await present;
   let pyodide;
   if (msg.mode === "snapshot") {
-    let bytes;
+    let bytes, hashed;
     try {
       bytes = await image;
       if (bytes.length !== msg.snapshotSize) throw new Error(`snapshot is ${bytes.length} bytes, expected ${msg.snapshotSize}`);
-      // A damaged snapshot of the right size would compose wrong commands: check its hash.
-      const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-      const hex = [...digest].map((b) => b.toString(16).padStart(2, "0")).join("");
-      if (hex !== msg.snapshotSha256) throw new Error("snapshot content does not match its SHA-256");
-    } catch (err) {
-      throw Object.assign(new Error(String(err.message || err)), {stage: "snapshot"});
-    }
-    try {
+      // A damaged snapshot of the right size would compose wrong commands: its
+      // hash is checked before Python is used. digest() copies the bytes at
+      // once, so it runs while the runtime restores instead of before it.
+      hashed = crypto.subtle.digest("SHA-256", bytes).then((d) => {
+        const hex = [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
+        if (hex !== msg.snapshotSha256) throw new Error("snapshot content does not match its SHA-256");
+      });
+      hashed.catch(() => {});  // reported when awaited below
       const factory = (await import(msg.indexURL + "pyodide.asm.mjs")).default;
       pyodide = await loadPyodide({indexURL: msg.indexURL, _loadSnapshot: bytes,
                                    createPyodideModule: growingFactory(factory, bytes.length)});
+      await hashed;
       if (pyodide.version !== msg.pyodideVersion) throw new Error(`runtime ${pyodide.version}, snapshot made with ${msg.pyodideVersion}`);
       pyodide.runPython("import composer.render\nassert composer.render._BROWSER is not None");
     } catch (err) {
