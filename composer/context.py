@@ -112,13 +112,8 @@ class RecipeContext:
         variant = self.variant(variant_id)
         if variant.supported_hardware and hw_id not in variant.supported_hardware:
             return f"The {self.variant_label(variant_id)} checkpoint is not offered on {hw.display_name}."
-        constraint = variant.precision_hardware
-        if constraint is None and variant.precision.lower() in ("nvfp4", "fp4"):
-            constraint = {"brand": "NVIDIA", "generation": "blackwell"}
-        if constraint:
-            brand = constraint.get("brand")
-            gen = constraint.get("generation")
-            gens = gen if isinstance(gen, list) else [gen] if gen else []
+        brand, gens = self.precision_constraint(variant_id)
+        if brand or gens:
             if (brand and hw.brand != brand) or (gens and hw.gen not in gens):
                 need = " ".join(x for x in [brand, "/".join(gens)] if x)
                 return f"{variant.precision.upper()} weights need {need} GPUs; {hw.display_name} cannot run them."
@@ -131,11 +126,30 @@ class RecipeContext:
     def is_verified(self, hw_id: str) -> bool:
         return self.recipe.meta.hardware.get(hw_id) == "verified"
 
+    def precision_constraint(self, variant_id: str) -> tuple[str | None, tuple[str, ...]]:
+        """``(brand, generations)`` the variant's precision needs: its
+        ``precision_hardware``, else the built-in rule that NVFP4/FP4 weights need
+        NVIDIA Blackwell (semantics §2.2); ``(None, ())`` when unconstrained."""
+        variant = self.variant(variant_id)
+        constraint = variant.precision_hardware
+        if constraint is None and variant.precision.lower() in ("nvfp4", "fp4"):
+            constraint = {"brand": "NVIDIA", "generation": "blackwell"}
+        if not constraint:
+            return None, ()
+        gen = constraint.get("generation")
+        gens = tuple(gen) if isinstance(gen, list) else (gen,) if gen else ()
+        return constraint.get("brand"), gens
+
     @_memo
     def default_hardware(self, variant_id: str) -> tuple[str, str | None]:
-        """``(hw_id, problem)``: the recipe's ``meta.default_hardware`` when it can run
-        the variant (seed: the page must honour it), else a heuristic choice with a
-        problem message naming the bad default (upstream W41 was silent)."""
+        """``(hw_id, problem)``: the public site's rule (semantics §2.2), so a
+        corpus recipe lands on the hardware it lands on there. Candidates are the
+        listed profiles that can run the variant (precision, allowlist, not
+        unsupported); then in order: ``meta.default_hardware`` (seed: honoured),
+        B200 then GB200 when the precision needs Blackwell, H200, else the first
+        candidate by brand (NVIDIA, AMD, others) and id. ``problem`` names a
+        ``default_hardware`` that cannot be used (upstream W41 fell through
+        silently)."""
         ok = [h for h in self.listed_hardware if self.hardware_block_reason(h, variant_id) is None]
         problem = None
         want = self.recipe.meta.default_hardware
@@ -143,13 +157,27 @@ class RecipeContext:
             if want in ok:
                 return want, None
             problem = f"The recipe's default_hardware {want!r} is not offered for this variant; another default was chosen."
-        for cand in ("b200", "h200"):
-            if cand in ok and self.fits_one_node(cand, variant_id):
+        # Unlike the public site, never land where no offered strategy can hold
+        # the weights (it lands there and shows a plan that cannot start).
+        ok = [h for h in ok if self.can_hold(h, variant_id)] or ok
+        _, gens = self.precision_constraint(variant_id)
+        for cand in (("b200", "gb200") if "blackwell" in gens else ()) + ("h200",):
+            if cand in ok:
                 return cand, problem
-        fitting = [h for h in ok if self.fits_one_node(h, variant_id)]
-        if fitting:
-            return fitting[0], problem
-        return (ok[0] if ok else self.listed_hardware[0]), problem
+        if ok:
+            rank = {"NVIDIA": 0, "AMD": 1}
+            return min(ok, key=lambda h: (rank.get(self.hw(h).brand, 9), h)), problem
+        return self.listed_hardware[0], problem
+
+    def can_hold(self, hw_id: str, variant_id: str) -> bool:
+        """Whether some offered strategy could hold the weights on ``hw_id``: one
+        node holds them, or the hardware clusters and a multi-node strategy runs
+        there (a landing page is never a P/D cluster the recipe did not ask for)."""
+        if self.fits_one_node(hw_id, variant_id):
+            return True
+        return self.hw(hw_id).scalable and any(
+            self.strategy(s).deploy_type == "multi_node" and self.strategy_block_reason(s, hw_id) is None
+            for s in self.strategies)
 
     # ----- variants -------------------------------------------------------
     def variant(self, variant_id: str) -> Variant:

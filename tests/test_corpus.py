@@ -95,3 +95,40 @@ def test_mooncake_on_a_corpus_recipe_brings_master_config_and_install(catalog):
         if c["role"] in ("prefill", "decode"):
             cfg = c["argv"][c["argv"].index("--kv-transfer-config") + 1]
             assert "MultiConnector" in cfg and "NixlConnector" in cfg  # P/D keeps its KV transfer
+
+
+def test_default_hardware_follows_the_public_sites_rule(catalog):
+    # Issue 12.11 (semantics §2.2): without meta.default_hardware the public site
+    # lands on H200 unless the precision needs Blackwell (then B200, then GB200).
+    landed = Counter()
+    for rid in _recipes():
+        ctx = make_context(rid, load_recipe(CORPUS, rid), catalog)
+        if ctx.recipe.meta.default_hardware or ctx.is_omni:
+            continue
+        variant = "default" if "default" in ctx.recipe.variants else next(iter(ctx.recipe.variants))
+        hw, problem = ctx.default_hardware(variant)
+        assert problem is None
+        assert ctx.hardware_block_reason(hw, variant) is None
+        _, gens = ctx.precision_constraint(variant)
+        h200_ok = ctx.hardware_block_reason("h200", variant) is None and ctx.can_hold("h200", variant)
+        if "blackwell" in gens:
+            assert ctx.hw(hw).gen == "blackwell", (rid, hw)
+            if ctx.hardware_block_reason("b200", variant) is None and ctx.can_hold("b200", variant):
+                assert hw == "b200", (rid, hw)
+        elif h200_ok:
+            assert hw == "h200", (rid, hw)
+        landed[hw] += 1
+        # The landing page is a plan that starts (never the public site's bump to
+        # a strategy the recipe does not offer).
+        assert compose(ctx, "")["status"] == "ok", rid
+    assert landed.most_common(1)[0][0] == "h200", landed
+
+
+def test_default_hardware_skips_gpus_that_cannot_hold_the_weights(catalog):
+    # MiMo-V2.5-Pro (1224 GB, single-node strategies and P/D only) would land on
+    # one H200 node (1128 GB) under the public site's rule and fail to start.
+    rid = "XiaomiMiMo/MiMo-V2.5-Pro"
+    ctx = make_context(rid, load_recipe(CORPUS, rid), catalog)
+    hw, _ = ctx.default_hardware("default")
+    assert not ctx.can_hold("h200", "default")
+    assert hw != "h200" and ctx.fits_one_node(hw, "default")
