@@ -41,7 +41,7 @@ def compose_page(ctx: RecipeContext, query: str | dict | None = None) -> dict:
     control with its state, ``composer.controls``) and ``groups`` (legends and
     help). The page renders it with the macros of ``site_src/_macros.html``."""
     plan, sel, canon = plan_and_selection(ctx, query)
-    return {**to_json(plan), "options": to_json(build_options(ctx, sel, canon)), "groups": groups()}
+    return {**to_json(plan), "options": to_json(build_options(ctx, sel, canon)), "groups": groups(ctx)}
 
 
 @lru_cache(maxsize=8)

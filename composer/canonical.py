@@ -1,24 +1,33 @@
-"""Canonical URLs: the smallest query that resolves to a selection.
+"""The queries that state a selection.
 
-Parameters equal to what the recipe would choose anyway are dropped, so a link
-with no parameters is the recipe default and a shared link keeps only what the
-person chose (issue: "Share … defaults omitted, a v= schema version").
+* ``canonical_request``: the smallest query that resolves to a selection
+  (parameters equal to what the recipe would choose anyway are dropped). It
+  keys caches and says which controls differ from the recipe default.
+* ``pinned_request``: what the address bar and Share write (``v=2``): every
+  dimension stated, so a bookmark opens the same plan after the recipe's
+  defaults change (issue 12.5: a link that omitted ``hardware`` opened another
+  GPU once ``default_hardware`` changed).
 """
 
 from __future__ import annotations
 
 from composer.context import RecipeContext
+from composer.modes import default_mode, format_fmode
 from composer.query import SCHEMA_VERSION, Request, parse_query
 from composer.resolve import POOLS, Selection, resolve
 
 
-def selection_values(sel: Selection) -> dict[str, str]:
-    """Every query parameter that states ``sel`` explicitly."""
+def selection_values(ctx: RecipeContext, sel: Selection) -> dict[str, str]:
+    """Every query parameter that states ``sel`` explicitly (feature modes:
+    those that differ from the default mode on ``sel``'s hardware)."""
     vals = {"hardware": sel.hardware, "variant": sel.variant, "strategy": sel.strategy,
             "features": ",".join(sel.features), "advanced": ",".join(sel.advanced),
             "kv_offload": sel.kv_offload or "off", "install": sel.install}
     if sel.task is not None:
         vals["task"] = sel.task
+    chosen = [(f, m) for f, m in sel.modes if m != default_mode(ctx, f, sel.hardware, sel.variant)]
+    if chosen:
+        vals["fmode"] = format_fmode(tuple(chosen))
     vals["instances"] = str(sel.instances)  # dropped below when it is what the recipe picks
     if sel.prefill:
         for name in POOLS:
@@ -31,7 +40,31 @@ def selection_values(sel: Selection) -> dict[str, str]:
 
 
 DROP_ORDER = ("instances", "nodes", "prefill_nodes", "decode_nodes", "strategy", "prefill_mode", "decode_mode",
-              "features", "advanced", "kv_offload", "install", "task", "variant", "hardware")
+              "fmode", "features", "advanced", "kv_offload", "install", "task", "variant", "hardware")
+
+
+def pinned_request(ctx: RecipeContext, sel: Selection) -> Request:
+    """Every dimension of ``sel`` stated (``v=2``): hardware, variant, nodes or
+    the P/D pools, strategy, features (``features=`` for none), the mode of
+    every enabled moded feature, install, and task or instances where they
+    apply. Advanced knobs and KV offload are written when set: their default
+    (none, off) is not recipe data. Resolving the result gives ``sel`` again."""
+    vals = selection_values(ctx, sel)
+    modes = [(f, m) for f, m in sel.modes if f in sel.features]
+    vals.pop("fmode", None)
+    if modes:
+        vals["fmode"] = format_fmode(tuple(modes))
+    if sel.variant == "default":  # the key names the recipe's default variant for good
+        vals.pop("variant")
+    if not sel.advanced:
+        vals.pop("advanced")
+    if not sel.kv_offload:
+        vals.pop("kv_offload")
+    store = ctx.catalog.strategies.get(sel.kv_offload) if sel.kv_offload else None
+    if store is None or store.deploy_type != "kv_store_lb" or sel.prefill:
+        vals.pop("instances")
+    vals["v"] = SCHEMA_VERSION
+    return parse_query(vals)
 
 
 def resolved_selection(ctx: RecipeContext, values: dict[str, str]) -> Selection:
@@ -65,7 +98,7 @@ def canonical_request(ctx: RecipeContext, sel: Selection) -> Request:
     """The smallest request that resolves to ``sel``: parameters equal to what the
     recipe would choose anyway are omitted (a link with no parameters is the
     recipe default), and ``v`` is set when any parameter remains."""
-    vals = selection_values(sel)
+    vals = selection_values(ctx, sel)
     for key in DROP_ORDER:
         if key not in vals:
             continue

@@ -9,6 +9,7 @@ from composer import run_forms as run
 from composer.canonical import raise_reason, resolved_selection, resolved_with_notices
 from composer.context import MAX_NODES, RecipeContext
 from composer.help import GROUPS
+from composer.modes import default_mode, format_fmode, mode_block_reason, mode_label, moded_features, parse_fmode
 from composer.outputs import Option
 from composer.query import SCHEMA_VERSION, Request, parse_query
 from composer.resolve import POOLS, Selection, feature_label, pd_modes
@@ -130,6 +131,24 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
             "reason": ctx.feature_block_reason(f, sel.strategy),
             "query": base.with_values(features=list(new)).query(),
         })
+    for fid in moded_features(ctx):
+        # A method row for an enabled feature with a choice (semantics §7.2).
+        modes = ctx.recipe.features[fid].modes
+        if len(modes) < 2 or fid not in sel.features:
+            continue
+        picked = parse_fmode(base.get("fmode"))[0]
+        items = []
+        for m, spec in modes.items():
+            chosen = {**picked, fid: m}
+            if m == default_mode(ctx, fid, sel.hardware, sel.variant):
+                del chosen[fid]
+            reason = mode_block_reason(ctx, fid, m, sel.hardware, sel.variant)
+            items.append({
+                "id": m, "label": mode_label(ctx, fid, m), "description": spec.description,
+                "selected": m == sel.mode(fid), "disabled": reason is not None, "reason": reason,
+                "query": base.with_values(fmode=format_fmode(chosen) or None).query(),
+            })
+        opts[f"fmode.{fid}"] = items
     opts["advanced"] = []
     for k in ctx.advanced_knobs(sel.strategy):
         on = k.id in sel.advanced
@@ -201,6 +220,8 @@ def _dim_values(sel: Selection) -> dict[str, set[str]]:
         pool = sel.pool(name)
         vals[f"{name}_mode"] = {pool.mode} if pool else set()
         vals[f"{name}_nodes"] = {str(pool.nodes)} if pool else set()
+    for fid, mode in sel.modes:
+        vals[f"fmode.{fid}"] = {mode}
     return vals
 
 
@@ -238,10 +259,19 @@ def _mark_defaults_and_effects(ctx: RecipeContext, sel: Selection, opts: dict) -
                     changes.append(f"{d.replace('_', ' ')} → {label}")
                 elif d != "nodes":
                     changes.append(f"{d.replace('_', ' ')} no longer applies")
+            for d in sorted(k for k in got if k.startswith("fmode.")):
+                fid = d.split(".", 1)[1]
+                if d != dim and fid in got["features"] and got[d] != current.get(d):
+                    changes.append(f"{feature_label(ctx, fid)} → {mode_label(ctx, fid, next(iter(got[d])))}")
             if changes:
                 item["effects"] = "Also changes " + "; ".join(changes) + "."
 
 
-def groups() -> dict:
-    """Legend and one-line help of every control group."""
-    return {dim: {"legend": legend, "help": text} for dim, (legend, text) in GROUPS.items()}
+def groups(ctx: RecipeContext | None = None) -> dict:
+    """Legend and one-line help of every control group; with ``ctx``, also of
+    the recipe's feature-mode groups (``fmode.<feature id>``)."""
+    out = {dim: {"legend": legend, "help": text} for dim, (legend, text) in GROUPS.items()}
+    for fid in moded_features(ctx) if ctx is not None else ():
+        out[f"fmode.{fid}"] = {"legend": f"{feature_label(ctx, fid)}: method",
+                               "help": ctx.recipe.features[fid].description or "One method of this feature is used at a time."}
+    return out

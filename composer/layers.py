@@ -77,15 +77,18 @@ def feature_arg_sets(ctx: RecipeContext, fid: str) -> list[tuple[str, list[str]]
     return sets
 
 
-def feature_args(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str) -> tuple[str, list[str]]:
-    """The args feature ``fid`` emits on ``hw_id``: a hardware override (most specific
-    key wins) replaces the plain args; a moded feature emits its resolved mode."""
+def feature_args(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str, mode_id: str | None = None) -> tuple[str, list[str]]:
+    """``(recipe key path, args)`` feature ``fid`` emits on ``hw_id``: a hardware
+    override (most specific key wins) replaces the plain args; a moded feature
+    emits ``mode_id`` (default: its default mode here, ``composer.modes``)."""
     from composer.lookup import lookup_value
+    from composer.modes import default_mode
 
     hw = ctx.hw(hw_id)
     f = ctx.recipe.features[fid]
     if f.modes:
-        mode_id = resolve_mode(ctx, fid, hw_id, variant_id)
+        if mode_id not in f.modes:
+            mode_id = default_mode(ctx, fid, hw_id, variant_id)
         mode = f.modes[mode_id]
         found = lookup_value({k: b for k, b in mode.hardware_overrides.items() if b.args}, hw_id, hw)
         if found:
@@ -97,25 +100,15 @@ def feature_args(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str) -> t
     return f"features.{fid}.args", list(f.args)
 
 
-def resolve_mode(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str) -> str:
-    """Effective mode of a moded feature (semantics §7.2): variant default, feature
-    default, else the first mode allowed for the variant and hardware."""
-    from composer.lookup import lookup_value
+def feature_emitted(ctx: RecipeContext, sel, fid: str) -> bool:
+    """Whether an enabled feature emits its args: it exists, its ``strategies``
+    allow the strategy, and (with modes) the mode in force can run here."""
+    from composer.modes import mode_block_reason
 
-    f = ctx.recipe.features[fid]
-    hw = ctx.hw(hw_id)
-    allowed = []
-    for mk, m in (f.modes or {}).items():
-        if m.variants is not None and variant_id not in m.variants:
-            continue
-        gate = lookup_value(m.hardware, hw_id, hw)
-        if gate and gate[1] == "unsupported":
-            continue
-        allowed.append(mk)
-    for cand in (ctx.variant(variant_id).default_modes.get(fid), f.default_mode):
-        if cand in allowed:
-            return cand
-    return allowed[0] if allowed else next(iter(f.modes or {"": None}))
+    if fid not in ctx.recipe.features or ctx.feature_block_reason(fid, sel.strategy):
+        return False
+    mode = sel.mode(fid)
+    return mode is None or mode_block_reason(ctx, fid, mode, sel.hardware, sel.variant) is None
 
 
 def owned_units(ctx: RecipeContext, fid: str) -> frozenset[Unit]:
@@ -209,15 +202,13 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
         if aid in knobs:
             argv.add_tokens(knobs[aid].args, Source("advanced", knobs[aid].key))
     # 6 features
-    for fid in sel.features:
-        if fid not in r.features or ctx.feature_block_reason(fid, sid):
-            continue
-        key, args = feature_args(ctx, fid, hw_id, sel.variant)
+    enabled = [f for f in sel.features if feature_emitted(ctx, sel, f)]
+    for fid in enabled:
+        key, args = feature_args(ctx, fid, hw_id, sel.variant, sel.mode(fid))
         argv.add_tokens(args, Source("features", key))
     # A feature that is off removes the settings it owns even when another layer
     # emits them (upstream W11: K3's AMD block kept --reasoning-parser on).
     removed = []
-    enabled = [f for f in sel.features if f in r.features and not ctx.feature_block_reason(f, sid)]
     enabled_owned = set().union(*(owned_units(ctx, f) for f in enabled)) if enabled else set()
     for fid in r.features:
         if fid in enabled:

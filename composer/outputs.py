@@ -143,8 +143,10 @@ class RecipeRef:
 class Plan:
     """A composed plan. ``selection`` is the resolved choice (query parameter
     → value); ``commands`` is empty when ``status`` is ``error`` (then
-    ``blocked_commands`` shows what would not work); ``url`` is the canonical
-    query with ``?`` ("" for the recipe default), ``query`` the same without."""
+    ``blocked_commands`` shows what would not work); ``url`` is the query the
+    address bar shows, with ``?`` ("" for the recipe default; otherwise every
+    dimension pinned, ``composer.canonical.pinned_request``), ``query`` the same
+    without ``?``; ``share_url`` is the pinned query even for the default."""
 
     recipe: RecipeRef
     selection: Mapping[str, Any]
@@ -161,6 +163,7 @@ class Plan:
     verification: str
     url: str
     query: str
+    share_url: str = ""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import replace
 from composer import run_forms as run
 from composer import vllm_cli
 from composer.argv import ArgvError, Entry, Source, flag_value
-from composer.canonical import canonical_request
+from composer.canonical import canonical_request, pinned_request
 from composer.context import RecipeContext
 from composer.help import flag_help
 from composer.layers import CommandSpec, compose_layers
@@ -400,8 +400,8 @@ def build_plan(ctx: RecipeContext, query) -> dict:
     ``composer.outputs.Plan`` contract (``to_json``).
 
     Keys: ``recipe``, ``selection``, ``commands`` (``role``, ``node_rank``, ``argv``,
-    ``env``, ``text`` …), ``notices``, ``url`` (canonical query, "" for the
-    default), ``capacity``, ``verified``, ``status`` (``ok``/``error``) and
+    ``env``, ``text`` …), ``notices``, ``url`` (every dimension pinned, "" for
+    a bare visit), ``share_url``, ``capacity``, ``verified``, ``status`` (``ok``/``error``) and
     ``summary``. Never raises for any query; a broken recipe raises
     ``ArgvError`` (caught by validation at build time).
     """
@@ -429,6 +429,10 @@ def plan_and_selection(ctx: RecipeContext, query) -> tuple[Plan, Selection, obje
         commands[i] = replace(c, docker_argv=tuple(d) if d else None, docker_text=docker, text=text,
                               script=run.script(summary_text, c, text))
     canon = canonical_request(ctx, sel)
+    # The address bar pins every dimension once the query asks for anything
+    # (a choice, or a link); a bare visit keeps its bare URL (composer.canonical).
+    pinned = pinned_request(ctx, sel).query()
+    shown = pinned if canon.values or req.values else ""
     status = "error" if notices.has_error() else "ok"
     plan = Plan(
         recipe=RecipeRef(ctx.recipe_id, ctx.recipe.meta.title, ctx.model_id(sel.variant, sel.task)),
@@ -436,7 +440,7 @@ def plan_and_selection(ctx: RecipeContext, query) -> tuple[Plan, Selection, obje
         client=run.client_checks(ctx, sel, commands), status=status,
         commands=tuple(commands) if status == "ok" else (), blocked_commands=tuple(commands) if status == "error" else (),
         notices=tuple(notices.items()), capacity=tuple(caps), **verification(ctx, sel),
-        url=("?" + canon.query()) if canon.values else "", query=canon.query())
+        url=("?" + shown) if shown else "", query=shown, share_url="?" + pinned)
     return plan, sel, canon
 
 

@@ -3,7 +3,8 @@
 Parameter names and value ids follow the public recipes site (§12 of
 upstream-recipe-semantics.md) so shared links keep working: ``hardware``,
 ``variant``, ``nodes``, ``strategy``, ``features``, ``advanced``, ``kv_offload``,
-``prefill_nodes``, ``decode_nodes``, ``prefill_mode``, ``decode_mode``; plus ours:
+``prefill_nodes``, ``decode_nodes``, ``prefill_mode``, ``decode_mode``, ``fmode``
+(feature modes, ``feature:mode,…``); plus ours:
 ``install`` (``pip`` or ``docker``: how the commands are shown), ``instances``
 (vLLM instances behind a KV store's router) and ``v``.
 
@@ -19,8 +20,12 @@ from types import MappingProxyType
 from typing import Mapping
 from urllib.parse import parse_qsl, urlencode
 
-SCHEMA_VERSION = "1"
-"""Value of the ``v=`` parameter written by this composer (meaning of the keys)."""
+SCHEMA_VERSION = "2"
+"""Value of the ``v=`` parameter written by this composer. Version 2 links pin
+every dimension (``composer.canonical.pinned_request``); version 1 links
+(parameters equal to the recipe default omitted) are read the same way, so
+they keep opening what they opened: the recipe's default where they are silent."""
+KNOWN_VERSIONS = ("1", "2")
 
 # Order of parameters in canonical URLs.
 PARAMS = (
@@ -34,6 +39,7 @@ PARAMS = (
     "decode_mode",
     "decode_nodes",
     "features",
+    "fmode",
     "advanced",
     "kv_offload",
     "install",
@@ -87,7 +93,7 @@ class Request:
     def query(self) -> str:
         """The query string (without ``?``) in canonical parameter order."""
         items = [(k, self.values[k]) for k in PARAMS if k in self.values]
-        return urlencode(items, safe=",_")
+        return urlencode(items, safe=",_:")
 
 
 def parse_query(query: str | Mapping[str, str] | None) -> Request:

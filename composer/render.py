@@ -109,7 +109,7 @@ def controls_json(recipe_json: str, catalog_json: str, query: str | None) -> str
     found = _LAST.get((id(ctx), query))
     sel, canon = found if found else plan_and_selection(ctx, query)[1:]
     options = to_json(build_options(ctx, sel, canon))
-    view = {"options": options, "groups": groups()}
+    view = {"options": options, "groups": groups(ctx)}
     # The queries a next click can send: the worker composes their plans ahead.
     nxt = [o["query"] for items in options.values() for o in items if not o["disabled"] and not o["selected"]]
     return json.dumps({"fragments": _renderer().fragments(view, ("controls",)), "next": nxt})

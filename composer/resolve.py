@@ -10,13 +10,14 @@ notice; it never raises.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from composer.context import BUILTIN_ADVANCED, MAX_NODES, MULTI_NODE_SIBLING, RecipeContext
 from composer.layers import compose_layers
 from composer.layout import DEFAULT_GPU_UTIL, Layout, capacity, layout_problem, make_layout, strategy_mode
+from composer.modes import available_modes, default_mode, mode_block_reason, mode_label, moded_features, parse_fmode, preferred_mode
 from composer.notices import Notices
-from composer.query import SCHEMA_VERSION, Request, _short
+from composer.query import KNOWN_VERSIONS, SCHEMA_VERSION, Request, _short
 
 POOLS = ("prefill", "decode")
 POOL_MODES = ("tp", "tep", "dep")
@@ -44,6 +45,11 @@ class Selection:
     install: str = "pip"  # pip | docker: how commands are shown
     task: str | None = None  # omni recipes: the task (its key or id)
     instances: int = 1  # vLLM instances behind a KV store's router (kv_store_lb)
+    modes: tuple[tuple[str, str], ...] = ()  # (feature id, mode) of every moded feature, recipe order
+
+    def mode(self, fid: str) -> str | None:
+        """The mode in force for feature ``fid`` (None: the feature has no modes)."""
+        return dict(self.modes).get(fid)
 
     def pool(self, name: str) -> Pool | None:
         return getattr(self, name)
@@ -58,6 +64,8 @@ class Selection:
             d["task"] = self.task
         if self.instances != 1:
             d["instances"] = self.instances
+        if self.modes:
+            d["modes"] = dict(self.modes)
         for p in POOLS:
             pool = self.pool(p)
             if pool:
@@ -157,7 +165,7 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         n.add("warning", "query-ignored", p)
     r = ctx.recipe
     version = req.get("v")
-    if version is not None and version != SCHEMA_VERSION:
+    if version is not None and version not in KNOWN_VERSIONS:
         n.add("warning", "query-version", f"This link was written for query version {_short(version)}; it was read as version {SCHEMA_VERSION}.")
 
     # variant
@@ -239,6 +247,7 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
                 n.add("warning", "feature-unavailable", f"{feature_label(ctx, f)}: {why} It is not emitted.")
     # Recipe order, whatever the order of the query: one selection, one URL, one argv.
     feats = tuple(f for f in r.features if f in feats)
+    modes = resolve_modes(ctx, req, hw, variant, feats, n)
     adv = req.get_list("advanced") or ()
     visible = {k.id for k in ctx.advanced_knobs(sid)}
     bad = [a for a in adv if a not in visible]
@@ -284,7 +293,8 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
     elif req.get("task") is not None:
         n.add("warning", "query-ignored", "The parameter task applies only to vLLM-Omni recipes and was ignored.")
     instances = resolve_instances(ctx, req, kv, ctx.strategy(sid).deploy_type, n)
-    sel = Selection(hw, variant, sid, 1, tuple(feats), adv, kv, install=install, task=task, instances=instances)
+    sel = Selection(hw, variant, sid, 1, tuple(feats), adv, kv, install=install, task=task, instances=instances,
+                    modes=modes)
     deploy = ctx.strategy(sid).deploy_type
     pool_params = [k for k in ("prefill_mode", "prefill_nodes", "decode_mode", "decode_nodes") if req.get(k) is not None]
     if deploy != "pd_cluster" and pool_params:
@@ -321,8 +331,50 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
             why = f"{layout_ok(ctx, sel, layout_for(ctx, sel, want_nodes))} No larger count up to {MAX_NODES} works."
             n.add("warning", "nodes-lowered", f"Nodes lowered from {want_nodes} to {nodes}: {why}",
                   subject="nodes", old=want_nodes, new=nodes, reason=why)
-    return Selection(hw, variant, sid, nodes, sel.features, adv, kv, install=sel.install, task=sel.task,
-                     instances=sel.instances), n
+    return replace(sel, nodes=nodes), n
+
+
+def resolve_modes(ctx: RecipeContext, req: Request, hw: str, variant: str, feats: tuple[str, ...],
+                  n: Notices) -> tuple[tuple[str, str], ...]:
+    """The mode in force for every moded feature (``composer.modes``): the
+    query's ``fmode`` pick when it can be used, else the recipe's default.
+    A pick or a preferred mode that cannot be used here is reported (for an
+    enabled feature), naming the mode used instead; unknown ids are reported."""
+    picks, bad = parse_fmode(req.get("fmode"))
+    for item in bad:
+        n.add("warning", "query-ignored", f"The feature mode {_short(item)} is not of the form feature:mode and was ignored.")
+    moded = moded_features(ctx)
+    for fid in picks:
+        if fid not in moded:
+            n.add("warning", "invalid-fmode", f"Feature {_short(fid)} has no modes; its fmode value was ignored.")
+    out = []
+    for fid in moded:
+        modes = ctx.recipe.features[fid].modes
+        fallback = default_mode(ctx, fid, hw, variant)
+        want = picks.get(fid)
+        label = feature_label(ctx, fid)
+        if want is not None and want not in modes:
+            n.add("warning", "invalid-fmode", f"{label} has no mode {_short(want)} (it has {', '.join(modes)}); "
+                                              f"{mode_label(ctx, fid, fallback)} is used.")
+            want = None
+        if want is None:
+            want = preferred_mode(ctx, fid, variant)
+            explicit = False
+        else:
+            explicit = True
+        mode = want if want in modes else fallback
+        why = mode_block_reason(ctx, fid, mode, hw, variant)
+        if why:
+            mode = fallback
+            if (fid in feats or explicit) and available_modes(ctx, fid, hw, variant):
+                n.add("warning" if explicit else "info", "mode-unavailable",
+                      f"{label}: {why} {mode_label(ctx, fid, mode)} is used instead.",
+                      subject=f"fmode.{fid}", old=want, new=mode, reason=why)
+        if fid in feats and mode_block_reason(ctx, fid, mode, hw, variant):
+            n.add("warning", "feature-unavailable", f"{label}: none of its modes runs with the {ctx.variant_label(variant)} "
+                                                    f"checkpoint on {ctx.hw(hw).display_name}. It is not emitted.")
+        out.append((fid, mode))
+    return tuple(out)
 
 
 MAX_INSTANCES = 8

@@ -308,7 +308,7 @@ def test_mooncake_centralized_runs_its_instances_behind_a_cache_aware_router():
     one = corpus_plan("moonshotai/Kimi-K3", "hardware=b300&kv_offload=kv_store_centralized_mooncake&instances=1")
     assert not [c for c in one["commands"] if c["role"] == "router"] and "instances=1" in one["url"]
     again = corpus_plan("moonshotai/Kimi-K3", p["url"])
-    assert again["selection"] == p["selection"] and "instances" not in p["url"]  # the default is omitted
+    assert again["selection"] == p["selection"] and "instances=2" in p["url"]  # pinned, even the default
 
 
 @needs_corpus

@@ -74,15 +74,17 @@
   // choice (a P/D pool size, say, has no control until its plan is composed).
   function showQueryInControls(query) {
     const q = new URLSearchParams(query);
+    const modes = fmodes(q);
     for (const fs of document.querySelectorAll("#controls fieldset[data-dim]")) {
       const dim = fs.dataset.dim;
-      if (!q.has(dim)) continue;
+      const value = dim.startsWith("fmode.") ? modes.get(dim.slice(6)) : q.get(dim);
+      if (value === undefined || value === null) continue;
       const inputs = [...fs.querySelectorAll("input")];
       if (fs.dataset.kind === "checkbox") {
-        const on = new Set(q.get(dim).split(",").filter(Boolean));
+        const on = new Set(value.split(",").filter(Boolean));
         for (const i of inputs) i.checked = on.has(i.value);
       } else {
-        const hit = inputs.find((i) => i.value === q.get(dim));
+        const hit = inputs.find((i) => i.value === value);
         if (!hit) continue;
         hit.checked = true;
         hit.disabled = false;  // whether it works here is for the link's own plan to say
@@ -105,11 +107,24 @@
   function syncLabels() {  // the selected look follows the checked inputs
     for (const i of document.querySelectorAll("#controls input")) i.closest("label").classList.toggle("sel", i.checked);
   }
+  // fmode=feature:mode,… (the public site's format) as a Map.
+  function fmodes(q) {
+    const m = new Map();
+    for (const item of (q.get("fmode") || "").split(",")) {
+      const at = item.indexOf(":");
+      if (at > 0 && !m.has(item.slice(0, at))) m.set(item.slice(0, at), item.slice(at + 1));
+    }
+    return m;
+  }
   function queuedQuery(input) {
     const q = new URLSearchParams(heading());
     const fs = input.closest("fieldset[data-dim]");
     const dim = fs.dataset.dim;
-    if (fs.dataset.kind === "checkbox") {
+    if (dim.startsWith("fmode.")) {
+      const m = fmodes(q);
+      m.set(dim.slice(6), input.value);
+      q.set("fmode", [...m].map(([f, v]) => `${f}:${v}`).join(","));
+    } else if (fs.dataset.kind === "checkbox") {
       q.set(dim, [...fs.querySelectorAll("input:checked")].map((i) => i.value).join(","));
     } else {
       q.set(dim, input.value);
@@ -156,7 +171,8 @@
 
   // Share and Reset
   document.getElementById("share").addEventListener("click", async () => {
-    const url = location.origin + location.pathname + plan.url;  // no embed/theme: a link for people
+    // Every dimension pinned (v=2), no embed/theme: a link for people.
+    const url = location.origin + location.pathname + (plan.share_url || plan.url);
     const out = document.getElementById("share-status");
     try {
       await navigator.clipboard.writeText(url);
