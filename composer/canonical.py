@@ -20,6 +20,8 @@ def selection_values(sel: Selection) -> dict[str, str]:
     if sel.task is not None:
         vals["task"] = sel.task
     vals["instances"] = str(sel.instances)  # dropped below when it is what the recipe picks
+    if sel.cuda is not None:
+        vals["cuda"] = sel.cuda
     if sel.prefill:
         for name in POOLS:
             p = sel.pool(name)
@@ -31,7 +33,7 @@ def selection_values(sel: Selection) -> dict[str, str]:
 
 
 DROP_ORDER = ("instances", "nodes", "prefill_nodes", "decode_nodes", "strategy", "prefill_mode", "decode_mode",
-              "features", "advanced", "kv_offload", "install", "task", "variant", "hardware")
+              "features", "advanced", "kv_offload", "install", "cuda", "task", "variant", "hardware")
 
 
 def resolved_selection(ctx: RecipeContext, values: dict[str, str]) -> Selection:

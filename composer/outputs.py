@@ -109,10 +109,23 @@ class CompanionProcess:
 
 
 @dataclass(frozen=True)
+class InstallStep:
+    """One extra install step of the recipe (``dependencies[i]``): the
+    ``command`` (safe to paste), its ``note``, and whether it is ``optional``."""
+
+    command: str
+    note: str
+    optional: bool = False
+
+
+@dataclass(frozen=True)
 class Install:
     """Install lines: ``pip`` (shell snippet) or None, ``docker`` (``docker
     pull``) or None, the ``image``, recipe ``notes``, ``extras`` (connector and
-    router packages) and why Docker is unavailable, if it is."""
+    router packages), why Docker is unavailable, if it is, the recipe's
+    ``dependencies`` for this brand and install form, the ``min_vllm_version``
+    in force (highest of recipe, variant and companions) and whether the
+    ``nightly`` build is installed."""
 
     pip: Optional[str]
     docker: Optional[str]
@@ -120,6 +133,9 @@ class Install:
     notes: tuple[str, ...]
     extras: tuple[str, ...]
     docker_reason: Optional[str]
+    dependencies: tuple[InstallStep, ...] = ()
+    min_vllm_version: Optional[str] = None
+    nightly: bool = False
 
 
 @dataclass(frozen=True)

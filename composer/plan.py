@@ -429,6 +429,7 @@ def plan_and_selection(ctx: RecipeContext, query) -> tuple[Plan, Selection, obje
         commands[i] = replace(c, docker_argv=tuple(d) if d else None, docker_text=docker, text=text,
                               script=run.script(summary_text, c, text))
     canon = canonical_request(ctx, sel)
+    run.install_notices(ctx, sel, notices)
     status = "error" if notices.has_error() else "ok"
     plan = Plan(
         recipe=RecipeRef(ctx.recipe_id, ctx.recipe.meta.title, ctx.model_id(sel.variant, sel.task)),

@@ -257,7 +257,7 @@ def lint_recipe(recipe: Recipe) -> list[tuple[str, str, str]]:
 
 
 DISPLAY_ONLY = {
-    "Recipe": {"guide", "dependencies"},
+    "Recipe": set(),
     "Meta": {"slug", "difficulty", "date_updated", "date_added", "related_recipes", "performance_headline", "platforms"},
     "Model": {"docker_source"},
     "Omni": {"task_label", "task_hint", "variant_label", "variant_hint", "task_axes"},
