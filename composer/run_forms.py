@@ -263,8 +263,15 @@ def install(ctx: RecipeContext, sel, companions: list[CompanionProcess]) -> Inst
 
 def install_notices(ctx: RecipeContext, sel, notices) -> None:
     """Notices about what the install lines install: a minimum vLLM version
-    newer than the newest release known switches to the nightly build."""
+    newer than the newest release known switches to the nightly build; a
+    container image the recipe pins to an older vLLM release is said."""
     minver = min_vllm_version(ctx, sel)
+    image = docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, getattr(sel, "cuda", None))
+    tag = re.search(r":v(\d+\.\d+(?:\.\d+)?)(?:$|-)", image or "")
+    if minver and tag and sel.install == "docker" and version_key(tag.group(1)) < version_key(minver):
+        notices.add("warning", "image-too-old",
+                    f"The recipe's container image {image} holds vLLM {tag.group(1)}, older than the vLLM {minver} "
+                    "this configuration needs; the pip install meets it.", subject="docker_image", new=minver)
     if unreleased(minver):
         notices.add("info", "nightly-required",
                     f"This configuration needs vLLM {minver} or newer, which is not released yet (the newest release "

@@ -278,6 +278,17 @@ def test_an_unreleased_minimum_switches_to_the_nightly_with_a_notice(our_catalog
     assert compose(released, "hardware=h200&install=docker")["install"]["image"] == "vllm/vllm-openai:latest"
 
 
+def test_a_pinned_image_older_than_the_minimum_is_said(our_catalog):
+    def edit(d):
+        d["model"]["docker_image"] = "vllm/vllm-openai:v0.10.1"
+        d["variants"]["default"]["min_vllm_version"] = "0.11.0"
+    ctx = _k3(our_catalog, edit)
+    plan = compose(ctx, "hardware=h200&install=docker")
+    assert any(n["code"] == "image-too-old" and "0.10.1" in n["message"] for n in plan["notices"])
+    ok = _k3(our_catalog, lambda d: (edit(d), d["model"].__setitem__("docker_image", "vllm/vllm-openai:v0.11.0")))
+    assert not any(n["code"] == "image-too-old" for n in compose(ok, "hardware=h200&install=docker")["notices"])
+
+
 def test_version_order_puts_pre_releases_below_their_release():
     order = ["0.9.2", "0.11.0rc1", "0.11.0", "0.11.1", "0.12", "1.0.0"]
     assert sorted(reversed(order), key=run_forms.version_key) == order
