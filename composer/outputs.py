@@ -149,6 +149,19 @@ class ClientChecks:
 
 
 @dataclass(frozen=True)
+class Checkpoint:
+    """The checkpoint the commands serve: the selected ``variant`` (its id,
+    ``label`` and ``description``), its ``model_id`` and ``url`` on Hugging
+    Face (None for a local path)."""
+
+    variant: str
+    label: str
+    description: str
+    model_id: str
+    url: Optional[str]
+
+
+@dataclass(frozen=True)
 class RecipeRef:
     id: str
     title: str
@@ -177,6 +190,7 @@ class Plan:
     verification: str
     url: str
     query: str
+    checkpoint: Optional[Checkpoint] = None
 
 
 @dataclass(frozen=True)
