@@ -321,3 +321,20 @@ def test_no_cuda_control_without_a_choice(our_catalog, plan):
     assert "cuda" not in amd["options"]
     ignored = compose(_cuda_k3(our_catalog), "hardware=mi355x&cuda=cu129")
     assert "cuda" not in ignored["selection"] and any("cuda" in n["message"] for n in ignored["notices"])
+
+
+def test_an_unreadable_dependency_command_is_an_error_with_its_key_path(tmp_path):
+    import shutil
+
+    from composer.checks import validate
+    from composer.loader import RecipeLoadError
+
+    recipes = tmp_path / "recipes"
+    shutil.copytree(ROOT / "recipes", recipes)
+    path = recipes / "models" / f"{K3}.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["dependencies"] = [{"command": "uv pip install 'unbalanced", "note": "n"}]
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(RecipeLoadError) as exc:
+        validate(recipes)
+    assert any(e.key == "dependencies[0].command" for e in exc.value.errors)
