@@ -271,6 +271,13 @@ def test_an_unreleased_minimum_switches_to_the_nightly_with_a_notice(our_catalog
     notice = next(n for n in plan["notices"] if n["code"] == "nightly-required")
     assert unreleased in notice["message"] and run_forms.VLLM_RELEASE in notice["message"]
     assert compose(ctx, "hardware=h200&install=docker")["install"]["image"] == "vllm/vllm-openai:nightly"
+    from jinja2 import FileSystemLoader
+
+    from composer.render import PageRenderer, environment
+
+    extras = PageRenderer(environment(FileSystemLoader(ROOT / "site_src"))).fragments(
+        compose_page(ctx, "hardware=h200"), ("extras",))["extras"]
+    assert f"Needs vLLM {unreleased} or newer: the nightly build." in extras
     assert compose(ctx, "hardware=mi355x&install=docker")["install"]["image"] == "vllm/vllm-openai-rocm:nightly"
     released = _k3(our_catalog, lambda d: d["variants"]["default"].__setitem__("min_vllm_version", run_forms.VLLM_RELEASE))
     plan = compose(released, "hardware=h200")
