@@ -28,6 +28,7 @@ import io
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,7 @@ from composer.render import environment
 from composer.loader import RecipeError, RecipeLoadError, recipe_paths, unsafe_recipe_files
 from composer.schema import Recipe
 from composer.checks import check_recipe, load_catalog_checked
+from composer.guide import render_guide
 from composer.validate import dump, recipe_json_schema as schema_of_recipes
 
 ROOT = Path(__file__).resolve().parent
@@ -51,15 +53,77 @@ PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_s
 SNAPSHOT_CACHE = ROOT / ".cache" / "snapshots"
 # The browser gets the composer's pure logic and the renderer; not the modules
 # that read files, validate with pydantic or parse the command line.
-NOT_IN_BROWSER = {"cli.py", "loader.py", "validate.py", "checks.py", "vllm_cli_gen.py", "__main__.py"}
+NOT_IN_BROWSER = {"cli.py", "loader.py", "validate.py", "checks.py", "vllm_cli_gen.py", "__main__.py", "guide.py"}
 # Pure-Python packages the browser's renderer needs (pinned in pyproject.toml);
 # MarkupSafe's optional C speedups are left out (a snapshot cannot hold them).
 BROWSER_PACKAGES = ("jinja2", "markupsafe")
 BROWSER_TEMPLATES = ("_macros.html",)
 
 
+DEFAULT_REPO_URL = os.environ.get("RECIPES_REPO_URL", "https://github.com/vllm-project/recipes")
+"""Where the recipes live (``--repo-url``, or the ``RECIPES_REPO_URL``
+environment variable): each page links to ``<repo>/edit/<branch>/<file>`` to
+edit its recipe and to ``<repo>/issues/new`` to report a problem (GitHub's URL
+scheme)."""
+DEFAULT_REPO_BRANCH = os.environ.get("RECIPES_REPO_BRANCH", "main")
+"""The branch the edit links open (``--repo-branch`` or ``RECIPES_REPO_BRANCH``)."""
+
+
 class BuildError(Exception):
     """A build that cannot finish; the message says what to do."""
+
+
+def check_repo_url(url: str) -> str:
+    """``url`` without a trailing slash if it is an ``https://host/…`` URL with
+    nothing a page attribute or a path reads specially; raises BuildError."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url.strip())
+    if parts.scheme != "https" or not parts.netloc or parts.query or parts.fragment or any(c in url for c in "\"'<> "):
+        raise BuildError(f"--repo-url {url!r} is not an https:// URL of a repository (e.g. https://github.com/org/recipes)")
+    return url.strip().rstrip("/")
+
+
+def context_label(tokens: int) -> str:
+    """A context length for a tag: 131072 → "128K", 200000 → "200K", 1048576 → "1M"."""
+    for unit, size in (("M", 1024 * 1024), ("K", 1024)):
+        if tokens >= size and tokens % size == 0:
+            return f"{tokens // size}{unit}"
+    for unit, size in (("M", 1_000_000), ("K", 1000)):
+        if tokens >= size and tokens % size == 0:
+            return f"{tokens // size}{unit}"
+    return f"{tokens:,}"
+
+
+def recipe_header(recipe: Recipe, rid: str, recipe_file: str, repo_url: str, repo_branch: str) -> dict:
+    """What the page header shows besides the title: ``hf_url`` (the model on
+    Hugging Face; None for a local path), ``tags`` (architecture, size,
+    context length, minimum vLLM: ``{label, value}``), ``edit_url`` (the
+    recipe file in its repository) and ``report_url`` (a new issue naming the
+    recipe). ``recipe_file`` is the file's path in the repository."""
+    from urllib.parse import quote, urlencode
+
+    model = recipe.model
+    tags = []
+    if model.architecture:
+        arch = str(model.architecture)
+        tags.append({"label": "Architecture", "value": {"moe": "MoE", "dense": "Dense"}.get(arch.lower(), arch)})
+    if model.parameter_count:
+        size = str(model.parameter_count)
+        active = str(model.active_parameters or "")
+        if active and active != size:  # a count ("32B") or, in some recipes, a phrase
+            size += f" total, {active} active" if re.fullmatch(r"[\d.]+\s*[KMBT]?", active) else f" ({active})"
+        tags.append({"label": "Size", "value": size})
+    if model.context_length:
+        tags.append({"label": "Context", "value": f"{context_label(int(model.context_length))} tokens"})
+    if model.min_vllm_version:
+        tags.append({"label": "vLLM", "value": f"≥ {model.min_vllm_version}"})
+    hf = None if model.model_id.startswith("/") else f"https://huggingface.co/{quote(model.model_id)}"
+    title = f"[{rid}] "
+    body = f"Recipe: {recipe_file}\nPage: /{rid}/\n\nWhat is wrong:\n"
+    return {"hf_url": hf, "model_id": model.model_id, "tags": tags,
+            "edit_url": f"{repo_url}/edit/{quote(repo_branch)}/{quote(recipe_file)}",
+            "report_url": f"{repo_url}/issues/new?" + urlencode({"title": title, "body": body})}
 
 
 def _package_files(name: str) -> list[tuple[Path, str]]:
@@ -232,24 +296,30 @@ def _render_recipe(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
         path.write_text(text)
     prefix = "../" * (rid.count("/") + 1)
     data_url = f"{prefix}data/{rid}.json?h={_short_hash(recipe_text)}"
+    header = recipe_header(recipe, rid, f"models/{rid}.yaml", job["repo_url"], job["repo_branch"])
     html = job["env"].get_template("recipe.html").render(plan=plan, recipe=recipe, rid=rid, prefix=prefix, runtime=runtime,
-                                                         plan_json=script_json(plan), data_url=data_url)
+                                                         plan_json=script_json(plan), data_url=data_url,
+                                                         header=header, guide_html=render_guide(recipe.guide))
     (tmp / rid).mkdir(parents=True, exist_ok=True)
     (tmp / rid / "index.html").write_text(html)
     return rid, index_entry(ctx, recipe, plan), problems
 
 
-def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | None = None, strict: bool = False) -> dict:
+def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | None = None, strict: bool = False,
+          repo_url: str = DEFAULT_REPO_URL, repo_branch: str = DEFAULT_REPO_BRANCH) -> dict:
     """Build the whole site into ``out``; returns ``{recipes, out, errors, warnings}``.
 
     ``warnings`` lists what vLLM's CLI would refuse or ignore in the recipes
     (``composer.validate.lint_recipe``); with ``strict`` those are errors.
 
     Recipes are validated and rendered in ``jobs`` worker processes (default:
-    one per CPU). Raises RecipeLoadError (bad recipes, unless ``keep_going``;
+    one per CPU). ``repo_url`` and ``repo_branch`` say where the recipes live
+    (each page links there to edit its recipe and to report a problem).
+    Raises RecipeLoadError (bad recipes, unless ``keep_going``;
     every problem of every recipe is listed) or BuildError (missing runtime
     pieces). Nothing is written to ``out`` unless the build completes.
     """
+    repo_url = check_repo_url(repo_url)
     catalog = load_catalog_checked(recipes_dir)
     paths = recipe_paths(recipes_dir)
     if not paths:
@@ -275,7 +345,8 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         (tmp / "data" / "catalog.json").write_text(catalog_text)
         (tmp / "schema" / "recipe.schema.json").write_text(json.dumps(recipe_schema(), indent=1))
         runtime["catalog"] = f"data/catalog.json?h={_short_hash(catalog_text)}"
-        _JOB.update(recipes_dir=recipes_dir, paths=paths, catalog=catalog, tmp=tmp, runtime=runtime, env=env, strict=strict)
+        _JOB.update(recipes_dir=recipes_dir, paths=paths, catalog=catalog, tmp=tmp, runtime=runtime, env=env, strict=strict,
+                    repo_url=repo_url, repo_branch=repo_branch)
         jobs = jobs or os.cpu_count() or 1
         if jobs > 1 and len(paths) >= 8:
             with multiprocessing.get_context("fork").Pool(jobs) as pool:
@@ -379,11 +450,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per CPU)")
     ap.add_argument("--strict", action="store_true",
                     help="what vLLM's CLI would refuse or ignore is an error, not a warning (for recipes you own)")
+    ap.add_argument("--repo-url", default=DEFAULT_REPO_URL,
+                    help="https URL of the repository the recipes live in: pages link there to edit a recipe and "
+                         "to report a problem (default: $RECIPES_REPO_URL or %(default)s)")
+    ap.add_argument("--repo-branch", default=DEFAULT_REPO_BRANCH,
+                    help="branch the edit links open (default: $RECIPES_REPO_BRANCH or %(default)s)")
     ap.add_argument("--serve", action="store_true", help="serve the built site at http://127.0.0.1:PORT/")
     ap.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     args = ap.parse_args(argv)
     try:
-        summary = build(args.recipes, args.out, keep_going=args.keep_going, jobs=args.jobs, strict=args.strict)
+        summary = build(args.recipes, args.out, keep_going=args.keep_going, jobs=args.jobs, strict=args.strict,
+                        repo_url=args.repo_url, repo_branch=args.repo_branch)
     except RecipeLoadError as exc:
         print(f"build failed: {len(exc.errors)} problem(s) in {args.recipes}:", file=sys.stderr)
         for e in exc.errors:

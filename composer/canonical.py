@@ -29,6 +29,8 @@ def selection_values(ctx: RecipeContext, sel: Selection) -> dict[str, str]:
     if chosen:
         vals["fmode"] = format_fmode(tuple(chosen))
     vals["instances"] = str(sel.instances)  # dropped below when it is what the recipe picks
+    if sel.cuda is not None:
+        vals["cuda"] = sel.cuda
     if sel.prefill:
         for name in POOLS:
             p = sel.pool(name)
@@ -40,7 +42,7 @@ def selection_values(ctx: RecipeContext, sel: Selection) -> dict[str, str]:
 
 
 DROP_ORDER = ("instances", "nodes", "prefill_nodes", "decode_nodes", "strategy", "prefill_mode", "decode_mode",
-              "fmode", "features", "advanced", "kv_offload", "install", "task", "variant", "hardware")
+              "fmode", "features", "advanced", "kv_offload", "install", "cuda", "task", "variant", "hardware")
 
 
 def pinned_request(ctx: RecipeContext, sel: Selection) -> Request:

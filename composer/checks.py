@@ -21,7 +21,7 @@ from composer.api import compose, make_context
 from composer.argv import ArgvError
 from composer.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths, unsafe_recipe_files
 from composer.schema import ENV_NAME, Catalog, Recipe
-from composer.validate import check_recipe_args, check_recipe_references, lint_recipe, unknown_keys, validate_catalog, validate_recipe
+from composer.validate import check_recipe_args, check_recipe_commands, check_recipe_references, lint_recipe, unknown_keys, validate_catalog, validate_recipe
 
 
 def load_catalog_checked(recipes_dir: Path) -> Catalog:
@@ -98,6 +98,7 @@ def check_references(rid: str, recipe: Recipe, catalog: Catalog, recipes_dir: Pa
     file = f"models/{rid}.yaml"
     errs = [RecipeError(file, key, message) for key, message in check_recipe_references(recipe, catalog)]
     errs += [RecipeError(file, key, message) for key, message in check_recipe_args(recipe)]
+    errs += [RecipeError(file, key, message) for key, message in check_recipe_commands(recipe)]
     if errs:
         return errs
     level = "error" if strict else "warning"

@@ -232,14 +232,16 @@ class RecipeContext:
     def strategies(self) -> list[str]:
         """Serving strategies the recipe offers: ``compatible_strategies`` plus any
         strategy granted ``supported`` in ``strategy_hardware`` (semantics §2.5),
-        known to the catalogue and not a KV-store deployment."""
+        known to the catalogue and not a KV-store deployment. A vLLM-Omni
+        recipe has the one ``omni`` deployment (one node, ``--omni``) whatever
+        it lists (semantics §14: no strategy, multi-node or KV logic)."""
+        if self.is_omni:
+            return [OMNI_STRATEGY.name]
         ids = list(self.recipe.compatible_strategies)
         for sid, gates in self.recipe.strategy_hardware.items():
             if sid not in ids and "supported" in gates.values():
                 ids.append(sid)
         ids = [s for s in ids if s in self.catalog.strategies and self.strategy(s).deploy_type != "kv_store_lb"]
-        if not ids and self.is_omni:
-            return [OMNI_STRATEGY.name]
         return ids
 
     @_memo
@@ -371,7 +373,10 @@ class RecipeContext:
     # ----- KV offload -------------------------------------------------------
     @_memo
     def kv_options(self) -> list[str]:
-        """KV offload ids in row order: taxonomy options and KV-store deployments."""
+        """KV offload ids in row order: taxonomy options and KV-store deployments;
+        none for vLLM-Omni recipes (semantics §14)."""
+        if self.is_omni:
+            return []
         opts = [(o.order, k) for k, o in self.catalog.taxonomy.kv_offload.items()]
         opts += [(s.order, k) for k, s in self.catalog.strategies.items() if s.deploy_type == "kv_store_lb"]
         return [k for _, k in sorted(opts)]

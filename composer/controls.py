@@ -183,20 +183,36 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
             "id": t.ident, "label": t.label or t.id, "description": t.description, "selected": t.ident == sel.task,
             "disabled": False, "reason": None, "query": base.with_values(task=t.ident).query(),
         } for t in ctx.omni_tasks()]
-    image = run.docker_image(ctx, sel.hardware, sel.variant)
+    image = run.docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, sel.cuda)
     opts["install"] = [
         {"id": "pip", "label": "pip", "description": "Install vLLM with pip (uv) on each node and run the commands there.",
          "selected": sel.install == "pip", "disabled": False, "reason": None, "query": base.with_values(install="pip").query()},
         {"id": "docker", "label": "Docker", "description": f"Run each command in the {image} container." if image else "",
          "selected": sel.install == "docker", "disabled": image is None,
-         "reason": None if image else f"No vLLM container image is known for {hwp.brand} hardware.",
+         "reason": None if image else run.docker_reason(ctx, sel.hardware, sel.variant, sel.kv_offload),
          "query": base.with_values(install="docker").query()},
     ]
+    cuda = _cuda_options(ctx, sel, base)
+    if cuda:
+        opts["cuda"] = cuda
     for items in opts.values():
         for item in items:
             item.setdefault("description", "")
     _mark_defaults_and_effects(ctx, sel, opts)
     return {dim: tuple(Option(**item) for item in items) for dim, items in opts.items()}
+
+
+def _cuda_options(ctx: RecipeContext, sel: Selection, base: Request) -> list[dict]:
+    """The CUDA version of the container image, where the recipe offers images
+    for several (semantics §10 "CUDA toggle"); ``cuda=`` in the URL."""
+    out = []
+    for c in run.cuda_choices(ctx, sel.hardware, sel.variant):
+        digits = c[2:]
+        label = f"CUDA {digits[:-1]}.{digits[-1]}" if digits.isdigit() and len(digits) >= 2 else c
+        image = run.docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, c)
+        out.append({"id": c, "label": label, "description": f"Container image {image}.", "selected": c == sel.cuda,
+                    "disabled": False, "reason": None, "query": base.with_values(cuda=c).query()})
+    return out
 
 
 def _hardware_query(ctx: RecipeContext, sel: Selection, base: Request, hw: str) -> Request:
@@ -215,7 +231,7 @@ def _dim_values(sel: Selection) -> dict[str, set[str]]:
     vals = {"hardware": {sel.hardware}, "variant": {sel.variant}, "strategy": {sel.strategy}, "task": {sel.task or ""},
             "nodes": set() if sel.prefill else {str(sel.nodes)}, "features": set(sel.features),
             "advanced": set(sel.advanced), "kv_offload": {sel.kv_offload or "off"}, "install": {sel.install},
-            "instances": {str(sel.instances)}}
+            "instances": {str(sel.instances)}, "cuda": {sel.cuda or ""}}
     for name in POOLS:
         pool = sel.pool(name)
         vals[f"{name}_mode"] = {pool.mode} if pool else set()

@@ -109,10 +109,23 @@ class CompanionProcess:
 
 
 @dataclass(frozen=True)
+class InstallStep:
+    """One extra install step of the recipe (``dependencies[i]``): the
+    ``command`` (safe to paste), its ``note``, and whether it is ``optional``."""
+
+    command: str
+    note: str
+    optional: bool = False
+
+
+@dataclass(frozen=True)
 class Install:
     """Install lines: ``pip`` (shell snippet) or None, ``docker`` (``docker
     pull``) or None, the ``image``, recipe ``notes``, ``extras`` (connector and
-    router packages) and why Docker is unavailable, if it is."""
+    router packages), why Docker is unavailable, if it is, the recipe's
+    ``dependencies`` for this brand and install form, the ``min_vllm_version``
+    in force (highest of recipe, variant and companions) and whether the
+    ``nightly`` build is installed."""
 
     pip: Optional[str]
     docker: Optional[str]
@@ -120,6 +133,9 @@ class Install:
     notes: tuple[str, ...]
     extras: tuple[str, ...]
     docker_reason: Optional[str]
+    dependencies: tuple[InstallStep, ...] = ()
+    min_vllm_version: Optional[str] = None
+    nightly: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,6 +146,19 @@ class ClientChecks:
     bench: Optional[str]
     curl_argv: Optional[tuple[str, ...]]
     bench_argv: Optional[tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The checkpoint the commands serve: the selected ``variant`` (its id,
+    ``label`` and ``description``), its ``model_id`` and ``url`` on Hugging
+    Face (None for a local path)."""
+
+    variant: str
+    label: str
+    description: str
+    model_id: str
+    url: Optional[str]
 
 
 @dataclass(frozen=True)
@@ -164,6 +193,7 @@ class Plan:
     url: str
     query: str
     share_url: str = ""
+    checkpoint: Optional[Checkpoint] = None
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from composer.help import flag_help
 from composer.layers import CommandSpec, compose_layers
 from composer.layout import capacity
 from composer.notices import Notices
-from composer.outputs import CapacityCheck, Command, EnvSource, FlagSource, Plan, RecipeRef, Replaced, to_json
+from composer.outputs import CapacityCheck, Checkpoint, Command, EnvSource, FlagSource, Plan, RecipeRef, Replaced, to_json
 from composer.query import parse_query
 from composer.resolve import POOLS, Selection, feature_label, layout_for, pool_layout, resolve, util_in_force
 from composer.shell import command_text, env_text, recipe_command
@@ -433,6 +433,7 @@ def plan_and_selection(ctx: RecipeContext, query) -> tuple[Plan, Selection, obje
     # (a choice, or a link); a bare visit keeps its bare URL (composer.canonical).
     pinned = pinned_request(ctx, sel).query()
     shown = pinned if canon.values or req.values else ""
+    run.install_notices(ctx, sel, notices)
     status = "error" if notices.has_error() else "ok"
     plan = Plan(
         recipe=RecipeRef(ctx.recipe_id, ctx.recipe.meta.title, ctx.model_id(sel.variant, sel.task)),
@@ -440,8 +441,18 @@ def plan_and_selection(ctx: RecipeContext, query) -> tuple[Plan, Selection, obje
         client=run.client_checks(ctx, sel, commands), status=status,
         commands=tuple(commands) if status == "ok" else (), blocked_commands=tuple(commands) if status == "error" else (),
         notices=tuple(notices.items()), capacity=tuple(caps), **verification(ctx, sel),
-        url=("?" + shown) if shown else "", query=shown, share_url="?" + pinned)
+        url=("?" + shown) if shown else "", query=shown, share_url="?" + pinned, checkpoint=checkpoint(ctx, sel))
     return plan, sel, canon
+
+
+def checkpoint(ctx: RecipeContext, sel: Selection) -> Checkpoint:
+    """The selected variant and the checkpoint it serves, with its Hugging Face
+    page (``https://huggingface.co/<model id>``; none for a local path)."""
+    from urllib.parse import quote
+
+    model_id = ctx.model_id(sel.variant, sel.task)
+    url = None if model_id.startswith("/") else f"https://huggingface.co/{quote(model_id)}"
+    return Checkpoint(sel.variant, ctx.variant_label(sel.variant), ctx.variant(sel.variant).description, model_id, url)
 
 
 __all__ = ["build_plan", "ArgvError"]

@@ -46,6 +46,7 @@ class Selection:
     task: str | None = None  # omni recipes: the task (its key or id)
     instances: int = 1  # vLLM instances behind a KV store's router (kv_store_lb)
     modes: tuple[tuple[str, str], ...] = ()  # (feature id, mode) of every moded feature, recipe order
+    cuda: str | None = None  # CUDA version of the container image, where the recipe offers several
 
     def mode(self, fid: str) -> str | None:
         """The mode in force for feature ``fid`` (None: the feature has no modes)."""
@@ -66,6 +67,8 @@ class Selection:
             d["instances"] = self.instances
         if self.modes:
             d["modes"] = dict(self.modes)
+        if self.cuda is not None:
+            d["cuda"] = self.cuda
         for p in POOLS:
             pool = self.pool(p)
             if pool:
@@ -262,6 +265,9 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
     kv = req.get("kv_offload") or ""
     if kv in ("off", "none"):
         kv = ""
+    if kv and ctx.is_omni:
+        n.add("warning", "kv-offload-unavailable", "vLLM-Omni recipes run without KV offload; it is off.")
+        kv = ""
     if kv and kv not in ctx.kv_options():
         n.add("warning", "invalid-kv-offload", f"KV offload {_short(kv)} is not an option; KV offload is off.")
         kv = ""
@@ -280,7 +286,7 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
             install = want_install
     if install == "docker":
         from composer.run_forms import docker_image
-        if docker_image(ctx, hw, variant) is None:
+        if docker_image(ctx, hw, variant, kv) is None:
             n.add("warning", "install-unavailable", f"No vLLM container image is known for {ctx.hw(hw).brand} hardware; pip commands are shown.")
             install = "pip"
     task = None
@@ -293,8 +299,9 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
     elif req.get("task") is not None:
         n.add("warning", "query-ignored", "The parameter task applies only to vLLM-Omni recipes and was ignored.")
     instances = resolve_instances(ctx, req, kv, ctx.strategy(sid).deploy_type, n)
+    cuda = resolve_cuda(ctx, req, hw, variant, n)
     sel = Selection(hw, variant, sid, 1, tuple(feats), adv, kv, install=install, task=task, instances=instances,
-                    modes=modes)
+                    modes=modes, cuda=cuda)
     deploy = ctx.strategy(sid).deploy_type
     pool_params = [k for k in ("prefill_mode", "prefill_nodes", "decode_mode", "decode_nodes") if req.get(k) is not None]
     if deploy != "pd_cluster" and pool_params:
@@ -412,6 +419,26 @@ def raise_reasons(ctx: RecipeContext, sel: Selection, want: int, floor: int, got
         if why:
             reasons.append(f"{k} nodes: {why}")
     return " ".join(reasons)
+
+
+def resolve_cuda(ctx: RecipeContext, req: Request, hw: str, variant: str, n: Notices) -> str | None:
+    """The CUDA version of the container image (``cuda=``): one the recipe
+    offers an image for on this hardware and variant (``run_forms.cuda_choices``),
+    by default cu130; None where the recipe offers no choice."""
+    from composer.run_forms import cuda_choices, default_cuda
+
+    choices = cuda_choices(ctx, hw, variant)
+    want = req.get("cuda")
+    if not choices:
+        if want is not None:
+            n.add("warning", "query-ignored", "The parameter cuda applies only where the recipe offers container "
+                                              "images per CUDA version, and was ignored.")
+        return None
+    if want is not None and want not in choices:
+        n.add("warning", "invalid-cuda", f"CUDA {_short(want)} is not one the recipe offers an image for "
+                                         f"({', '.join(choices)}); {default_cuda(choices)} is shown.")
+        want = None
+    return want or default_cuda(choices)
 
 
 def default_install(ctx: RecipeContext) -> str:

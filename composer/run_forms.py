@@ -9,10 +9,14 @@ no NVIDIA image (W38), and the image honours variant ``nightly_required`` (W39).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
+from composer import vllm_cli
 from composer.argv import flag_value
 from composer.context import RecipeContext
-from composer.outputs import ClientChecks, Command, CompanionProcess, Install
-from composer.shell import PLACEHOLDER_RE, command_text, comment, heredoc_body, quote, recipe_command
+from composer.outputs import ClientChecks, Command, CompanionProcess, Install, InstallStep
+from composer.shell import PLACEHOLDER_RE, command_text, comment, heredoc_body, quote, recipe_command, recipe_script
 
 
 def _install(line):
@@ -44,15 +48,50 @@ def brand_key(ctx: RecipeContext, hw_id: str) -> str | None:
     return {"NVIDIA": "nvidia", "AMD": "amd"}.get(hw.brand)
 
 
-def _nightly(ctx: RecipeContext, variant_id: str) -> bool:
-    return ctx.recipe.model.nightly_required or ctx.variant(variant_id).nightly_required
+OMNI_IMAGES = {"nvidia": "vllm/vllm-omni", "amd": "vllm/vllm-omni-rocm"}
+"""vLLM-Omni's container images per brand (tagged ``v<release>``)."""
+OMNI_SOURCE = "git+https://github.com/vllm-project/vllm-omni.git"
+"""vLLM-Omni from source: for a recipe that needs more than its newest release."""
+VLLM_RELEASE = vllm_cli.VERSION
+"""The newest vLLM release the project knows (the pinned ``vllm_cli.json``)."""
+OMNI_RELEASE = vllm_cli.OMNI["source"].get("version") or VLLM_RELEASE
+"""The newest vLLM-Omni release the project knows (``vllm_cli.json`` ``omni.source``)."""
 
 
-def docker_image(ctx: RecipeContext, hw_id: str, variant_id: str) -> str | None:
+def version_key(version: str) -> tuple:
+    """A sort key for a vLLM version (``0.12.0`` > ``0.12.0rc1`` > ``0.11.2``):
+    the release numbers padded to three, then final releases above pre-releases."""
+    m = re.match(r"^v?(\d+(?:\.\d+)*)(.*)$", str(version).strip())
+    if not m:
+        return ((0, 0, 0), 0, str(version))
+    nums = tuple(int(p) for p in m.group(1).split("."))
+    return (nums + (0,) * (3 - len(nums)), 0 if m.group(2) else 1, m.group(2))
+
+
+def unreleased(version: str | None) -> bool:
+    """Whether ``version`` is newer than the newest vLLM release the project
+    knows (``VLLM_RELEASE``): only the nightly build can have it."""
+    return bool(version) and version_key(version) > version_key(VLLM_RELEASE)
+
+
+def _nightly(ctx: RecipeContext, variant_id: str, kv_offload: str = "") -> bool:
+    """Nightly builds: the recipe or variant asks for them (``nightly_required``),
+    or its minimum vLLM version is not released yet."""
+    return (ctx.recipe.model.nightly_required or ctx.variant(variant_id).nightly_required
+            or unreleased(_min_version(ctx, variant_id, kv_offload)))
+
+
+def docker_image(ctx: RecipeContext, hw_id: str, variant_id: str, kv_offload: str = "", cuda: str | None = None) -> str | None:
     """The container image: variant exact-hardware image, variant image, model
-    image (string = NVIDIA pin; brand map; CUDA map → cu130), else the brand default."""
+    image (string = NVIDIA pin; brand map; CUDA map → ``cuda`` if given, else
+    cu130), else the default: vLLM-Omni's image of its newest known release
+    for omni recipes (none when the recipe needs a newer one), else the
+    brand's vLLM image, ``:nightly`` when nightly builds are needed. None when
+    the recipe turns Docker off (``model.install.docker: false``) or no image
+    is known for the brand."""
     brand = brand_key(ctx, hw_id)
-    if brand is None:
+    inst = ctx.recipe.model.install
+    if brand is None or (isinstance(inst, Mapping) and inst.get("docker") is False):
         return None
     variant = ctx.variant(variant_id)
     candidates = []
@@ -60,75 +99,189 @@ def docker_image(ctx: RecipeContext, hw_id: str, variant_id: str) -> str | None:
     if hw_block is not None and isinstance(hw_block.docker_image, str):
         candidates.append(hw_block.docker_image)
     for raw in (variant.docker_image, ctx.recipe.model.docker_image):
-        picked = _pick_image(raw, brand)
+        picked = _pick_image(raw, brand, cuda)
         if picked:
             candidates.append(picked)
     if candidates:
         return candidates[0]
+    if ctx.is_omni:
+        repo = OMNI_IMAGES.get(brand)
+        minver = _min_version(ctx, variant_id, kv_offload)
+        if repo is None or (minver and version_key(minver) > version_key(OMNI_RELEASE)):
+            return None
+        return f"{repo}:v{OMNI_RELEASE}"
     stable, nightly = DEFAULT_IMAGES[brand]
-    return (nightly or stable) if _nightly(ctx, variant_id) else stable
+    return (nightly or stable) if _nightly(ctx, variant_id, kv_offload) else stable
 
 
-def _pick_image(raw, brand: str) -> str | None:
+def docker_reason(ctx: RecipeContext, hw_id: str, variant_id: str, kv_offload: str = "") -> str:
+    """Why ``docker_image`` is None, in a sentence."""
+    inst = ctx.recipe.model.install
+    if isinstance(inst, Mapping) and inst.get("docker") is False:
+        return "The recipe offers no container image for this model; use the pip install."
+    brand = brand_key(ctx, hw_id)
+    if ctx.is_omni and brand in OMNI_IMAGES:
+        return (f"The newest vLLM-Omni image known here ({OMNI_IMAGES[brand]}:v{OMNI_RELEASE}) is older than the "
+                f"vLLM {_min_version(ctx, variant_id, kv_offload)} this recipe needs; install vLLM-Omni from source (pip).")
+    if ctx.is_omni:
+        return f"No vLLM-Omni container image is known for {ctx.hw(hw_id).brand} hardware."
+    return f"No vLLM container image is known for {ctx.hw(hw_id).brand} hardware."
+
+
+def _cuda_map(raw, brand: str) -> Mapping | None:
+    """The CUDA map (``{cu129: image, cu130: image}``) inside a ``docker_image`` value, if any."""
+    if not isinstance(raw, Mapping) or brand != "nvidia":
+        return None
+    if any(str(k).startswith("cu") for k in raw):
+        return raw
+    value = raw.get("nvidia")
+    return value if isinstance(value, Mapping) else None
+
+
+def cuda_choices(ctx: RecipeContext, hw_id: str, variant_id: str) -> tuple[str, ...]:
+    """The CUDA versions (``cu129``, ``cu130`` …) the image in force offers an
+    image for, when there is more than one (semantics §10 "CUDA toggle"; NVIDIA
+    only, and only where the recipe gives a CUDA map), else ``()``."""
+    brand = brand_key(ctx, hw_id)
+    variant = ctx.variant(variant_id)
+    hw_block = variant.hardware_overrides.get(hw_id)
+    if brand != "nvidia" or (hw_block is not None and isinstance(hw_block.docker_image, str)):
+        return ()
+    for raw in (variant.docker_image, ctx.recipe.model.docker_image):
+        if _pick_image(raw, brand) is None:
+            continue  # this level gives no NVIDIA image: the next one decides
+        cmap = _cuda_map(raw, brand)
+        keys = tuple(str(k) for k, v in cmap.items() if isinstance(v, str)) if cmap else ()
+        return keys if len(keys) > 1 else ()
+    return ()
+
+
+def default_cuda(choices: tuple[str, ...]) -> str | None:
+    """The CUDA version shown when none is chosen: ``cu130`` (semantics §10), else the first."""
+    return ("cu130" if "cu130" in choices else choices[0]) if choices else None
+
+
+def _pick_image(raw, brand: str, cuda: str | None = None) -> str | None:
     if isinstance(raw, str):
         return raw if brand == "nvidia" else None
-    if isinstance(raw, dict):
-        if any(k.startswith("cu") for k in raw):  # bare CUDA map
-            return (raw.get("cu130") or next(iter(raw.values()))) if brand == "nvidia" else None
+    if isinstance(raw, Mapping):
+        if any(str(k).startswith("cu") for k in raw):  # bare CUDA map
+            return _pick_cuda(raw, cuda) if brand == "nvidia" else None
         value = raw.get(brand)
-        if isinstance(value, dict):
-            return value.get("cu130") or next(iter(value.values()), None)
+        if isinstance(value, Mapping):
+            return _pick_cuda(value, cuda)
         return value if isinstance(value, str) else None
     return None
 
 
-def min_vllm_version(ctx: RecipeContext, sel) -> str | None:
-    """The highest ``min_vllm_version`` of the recipe, the variant and an active
-    KV-store deployment (semantics §1.1)."""
-    store = ctx.catalog.strategies.get(sel.kv_offload) if sel.kv_offload else None
-    found = [ctx.recipe.model.min_vllm_version, ctx.variant(sel.variant).min_vllm_version,
+def _pick_cuda(cmap: Mapping, cuda: str | None) -> str | None:
+    if cuda and isinstance(cmap.get(cuda), str):
+        return cmap[cuda]
+    value = cmap.get("cu130")
+    return value if isinstance(value, str) else next((v for v in cmap.values() if isinstance(v, str)), None)
+
+
+def _min_version(ctx: RecipeContext, variant_id: str, kv_offload: str = "") -> str | None:
+    store = ctx.catalog.strategies.get(kv_offload) if kv_offload else None
+    found = [ctx.recipe.model.min_vllm_version, ctx.variant(variant_id).min_vllm_version,
              store.min_vllm_version if store is not None else None]
-
-    def key(v: str) -> tuple:
-        return tuple(int(p) if p.isdigit() else 0 for p in str(v).split("."))
-
     found = [str(v) for v in found if v]
-    return max(found, key=key) if found else None
+    return max(found, key=version_key) if found else None
+
+
+def min_vllm_version(ctx: RecipeContext, sel) -> str | None:
+    """The highest ``min_vllm_version`` of the recipe, the variant and the
+    companions in force (an active KV-store deployment; semantics §1.1)."""
+    return _min_version(ctx, sel.variant, sel.kv_offload)
+
+
+def dependencies(ctx: RecipeContext, sel) -> tuple[InstallStep, ...]:
+    """The recipe's extra install steps for this hardware's brand and install
+    form (``Dependency.applies``), commands made safe to paste
+    (``shell.recipe_script``), in recipe order."""
+    brand = ctx.hw(sel.hardware).brand
+    out = []
+    for d in ctx.recipe.dependencies:
+        if d.applies(brand, sel.install) and d.command.strip():
+            out.append(InstallStep(recipe_script(d.command), d.note, d.optional))
+    return tuple(out)
+
+
+def _installs_omni(text: str | None) -> bool:
+    return bool(text) and ("vllm-omni" in text or "vllm_omni" in text)
 
 
 def install(ctx: RecipeContext, sel, companions: list[CompanionProcess]) -> Install:
     """Install lines: ``pip`` (a shell snippet or None), ``docker`` (``docker pull``
-    or None), ``notes`` and ``extras`` (connector and router packages)."""
+    or None), ``notes``, ``extras`` (connector and router packages) and the
+    recipe's ``dependencies`` for this brand and install form.
+
+    The vLLM version is the highest minimum of recipe, variant and companions;
+    one newer than the newest release known (``VLLM_RELEASE``) installs the
+    nightly build. Omni recipes also install vLLM-Omni: its newest known
+    release with the vLLM it is built on, or from source when the recipe
+    needs a newer vLLM, unless a dependency of the recipe installs it."""
     brand = brand_key(ctx, sel.hardware)
     minver = min_vllm_version(ctx, sel)
-    spec = quote(f"vllm>={minver}") if minver else "vllm"
+    nightly = _nightly(ctx, sel.variant, sel.kv_offload)
+    deps = dependencies(ctx, sel)
     inst = ctx.recipe.model.install or {}
+    custom = inst.get("pip") if isinstance(inst, Mapping) else None
+    custom_cmd = str(custom["command"]).strip() if isinstance(custom, Mapping) and custom.get("command") else None
+    # The pip snippet is the pip form's: the recipe's pip-mode steps decide whether it installs vLLM-Omni.
+    pip_steps = [d for d in ctx.recipe.dependencies if d.applies(ctx.hw(sel.hardware).brand, "pip")]
+    omni = ctx.is_omni and not _installs_omni(custom_cmd) and not any(_installs_omni(d.command) for d in pip_steps)
+    omni_release = omni and not (minver and version_key(minver) > version_key(OMNI_RELEASE)) and not nightly
+    # A nightly wheel is numbered below the release it leads to (0.35.0.dev1 < 0.35.0): no version bound then.
+    spec = quote(f"vllm=={OMNI_RELEASE}") if omni_release else (quote(f"vllm>={minver}") if minver and not nightly else "vllm")
     pip = None
     if brand == "nvidia":
         pip = (f"uv pip install -U --pre {spec} --extra-index-url https://wheels.vllm.ai/nightly --torch-backend auto"
-               if _nightly(ctx, sel.variant) else f"uv pip install -U {spec} --torch-backend auto")
+               if nightly else f"uv pip install -U {spec} --torch-backend auto")
     elif brand == "amd":
         pip = f"uv pip install {spec} --extra-index-url https://wheels.vllm.ai/rocm"
-    if isinstance(inst, dict) and isinstance(inst.get("pip"), dict) and inst["pip"].get("command"):
-        pip = recipe_command(str(inst["pip"]["command"]).strip())
-    if isinstance(inst, dict) and inst.get("pip") is False:
+    if pip and omni:
+        pip += "\n" + (f"uv pip install {quote('vllm-omni==' + OMNI_RELEASE)}" if omni_release
+                       else f"uv pip install {quote(OMNI_SOURCE)}")
+    if custom_cmd:
+        pip = recipe_script(custom_cmd)
+    if isinstance(inst, Mapping) and inst.get("pip") is False:
         pip = None
     if pip and not pip.startswith("uv venv"):
         pip = "uv venv --python 3.12 && source .venv/bin/activate\n" + pip
-    image = docker_image(ctx, sel.hardware, sel.variant)
-    notes = [str(v["note"]) for k, v in (inst.items() if isinstance(inst, dict) else []) if isinstance(v, dict) and v.get("note")]
+    image = docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, getattr(sel, "cuda", None))
+    notes = [str(v["note"]) for k, v in (inst.items() if isinstance(inst, Mapping) else []) if isinstance(v, Mapping) and v.get("note")]
     extras = [c.install for c in companions if c.install]
     kv = ctx.catalog.taxonomy.kv_offload.get(sel.kv_offload) if sel.kv_offload else None
     if kv is not None and kv.install:
         extras.append(_install(kv.install))
     return Install(pip=pip, docker=f"docker pull {quote(image)}" if image else None, image=image, notes=tuple(notes),
                    extras=tuple(dict.fromkeys(extras)),
-                   docker_reason=None if image else f"No vLLM container image is known for {ctx.hw(sel.hardware).brand} hardware.")
+                   docker_reason=None if image else docker_reason(ctx, sel.hardware, sel.variant, sel.kv_offload),
+                   dependencies=deps, min_vllm_version=minver, nightly=nightly)
+
+
+def install_notices(ctx: RecipeContext, sel, notices) -> None:
+    """Notices about what the install lines install: a minimum vLLM version
+    newer than the newest release known switches to the nightly build; a
+    container image the recipe pins to an older vLLM release is said."""
+    minver = min_vllm_version(ctx, sel)
+    image = docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, getattr(sel, "cuda", None))
+    tag = re.search(r":v(\d+\.\d+(?:\.\d+)?)(?:$|-)", image or "")
+    if minver and tag and sel.install == "docker" and version_key(tag.group(1)) < version_key(minver):
+        notices.add("warning", "image-too-old",
+                    f"The recipe's container image {image} holds vLLM {tag.group(1)}, older than the vLLM {minver} "
+                    "this configuration needs; the pip install meets it.", subject="docker_image", new=minver)
+    if unreleased(minver):
+        notices.add("info", "nightly-required",
+                    f"This configuration needs vLLM {minver} or newer, which is not released yet (the newest release "
+                    f"known here is {VLLM_RELEASE}), so the install lines use the nightly build.",
+                    subject="min_vllm_version", new=minver)
 
 
 def docker_argv(ctx: RecipeContext, sel, cmd: Command, multi_host: bool) -> list[str] | None:
     """``docker run …`` for one serve command; None when no image is known."""
-    image = docker_image(ctx, sel.hardware, sel.variant)
+    image = docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, getattr(sel, "cuda", None))
     brand = brand_key(ctx, sel.hardware)
     if image is None or cmd.argv[:2] != ("vllm", "serve"):
         return None

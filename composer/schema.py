@@ -102,6 +102,10 @@ def _none_to_empty(value: Any) -> Any:
     return {} if value is None else value
 
 
+def _none_to_empty_list(value: Any) -> Any:
+    return () if value is None else value
+
+
 Args = Annotated[tuple[str, ...], BeforeValidator(_args_list)]
 """argv tokens; YAML numbers and booleans become strings."""
 Env = Annotated[Mapping[str, str], BeforeValidator(_env_map)]
@@ -443,6 +447,37 @@ class AdvancedOption:
     args: Args = ()
 
 
+def _brand_list(value: Any) -> Any:
+    """``brand: NVIDIA`` or ``brand: [NVIDIA, AMD]`` → a tuple of brand names."""
+    return (value,) if isinstance(value, str) else value
+
+
+@_frozen
+class Dependency:
+    """An extra install step of a recipe (``dependencies[i]``, semantics §1.1
+    and §10 "Extra-install block"): a shell ``command`` with its ``note``.
+
+    ``brand`` limits it to hardware of those brands (taxonomy brand names such
+    as ``NVIDIA``, ``AMD``; none: every brand); ``install_modes`` to the install
+    forms it belongs to (``pip`` and/or ``docker``; none: ``pip`` only, as the
+    public site reads it); ``optional`` marks a step the commands run without.
+    The command is recipe text: it is shown through ``shell.recipe_command``."""
+
+    command: str
+    note: str = ""
+    optional: bool = False
+    brand: Annotated[Optional[tuple[str, ...]],
+                     BeforeValidator(_brand_list, json_schema_input_type=Union[str, tuple[str, ...], None])] = None
+    install_modes: Optional[tuple[Literal["pip", "docker"], ...]] = None
+
+    def applies(self, brand: str, install: str) -> bool:
+        """Whether the step is shown for hardware of ``brand`` (taxonomy brand
+        name, compared without case) in install form ``install``."""
+        if self.brand is not None and brand.lower() not in {b.lower() for b in self.brand}:
+            return False
+        return install in (self.install_modes or ("pip",))
+
+
 def _default_variants() -> dict:
     return {"default": Variant()}
 
@@ -468,6 +503,11 @@ class Recipe:
     advanced_options: tuple[AdvancedOption, ...] = ()
     exclusive_features: tuple[tuple[str, ...], ...] = ()
     omni: Optional[Omni] = None
+    dependencies: Annotated[tuple[Dependency, ...], BeforeValidator(_none_to_empty_list)] = ()
+    """Extra install steps shown with the install lines (``Dependency``)."""
+    guide: str = ""
+    """The recipe's guide in Markdown; rendered to HTML at build time only
+    (``composer.guide``: raw HTML escaped, unsafe links refused)."""
 
 
 @_frozen

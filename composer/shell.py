@@ -94,6 +94,51 @@ def recipe_command(text: str) -> str:
     return "\n".join([f"# {n}" for n in notes] + [command_text(argv, head=head)])
 
 
+def recipe_script(text: str) -> str:
+    """Several shell commands written in recipe data (an install step such as
+    ``git clone … && cd repo && uv pip install -e .``), made safe to paste:
+    the text is cut into commands at unquoted newlines, ``&&`` and ``;``, and
+    each command goes through ``recipe_command`` (its words quoted again), one
+    after the other. So ``|``, ``||``, redirections, backticks and ``$(…)``
+    stay plain arguments, and nothing runs that is not on screen as a command
+    of its own. Raises ``ValueError`` for text that does not split into words."""
+    joined = re.sub(r"\\\r?\n", " ", str(text))  # a backslash-newline continues the line
+    commands, buf, quote_char, i = [], [], None, 0
+    while i < len(joined):
+        ch = joined[i]
+        if quote_char:
+            buf.append(ch)
+            if ch == quote_char:
+                quote_char = None
+            elif ch == "\\" and quote_char == '"' and i + 1 < len(joined):
+                buf.append(joined[i + 1])
+                i += 1
+        elif ch == "\\" and i + 1 < len(joined):
+            buf += [ch, joined[i + 1]]
+            i += 1
+        elif ch in "'\"":
+            quote_char = ch
+            buf.append(ch)
+        elif ch in "\n;" or joined.startswith("&&", i):
+            commands.append("".join(buf))
+            buf = []
+            i += 2 if ch == "&" else 1
+            continue
+        elif ch == "#" and (not buf or buf[-1] in " \t"):
+            # a comment runs to the end of the line: keep it whole
+            end = joined.find("\n", i)
+            end = len(joined) if end < 0 else end
+            buf.append(joined[i:end])
+            i = end
+            continue
+        else:
+            buf.append(ch)
+        i += 1
+    commands.append("".join(buf))
+    shown = [recipe_command(c) for c in commands if c.strip()]
+    return "\n".join(c for c in shown if c)
+
+
 def heredoc_body(text: str) -> str:
     """Text for an unquoted ``<<EOF`` here-document: backslashes, backticks
     and every ``$`` except ``$UPPER_CASE`` placeholders are escaped, so only the

@@ -134,6 +134,27 @@ def check_recipe_args(recipe: Recipe) -> list[tuple[str, str]]:
     return problems
 
 
+def check_recipe_commands(recipe: Recipe) -> list[tuple[str, str]]:
+    """``(key path, message)`` for install commands of a recipe that cannot be
+    read as shell words (an unbalanced quote): ``dependencies[i].command`` and
+    ``model.install.pip.command``, which the page shows re-quoted
+    (``shell.recipe_script``)."""
+    from composer.shell import recipe_script
+
+    found = [(f"dependencies[{i}].command", d.command) for i, d in enumerate(recipe.dependencies)]
+    inst = recipe.model.install
+    pip = inst.get("pip") if isinstance(inst, dict) else None
+    if isinstance(pip, dict) and pip.get("command"):
+        found.append(("model.install.pip.command", str(pip["command"])))
+    out = []
+    for key, text in found:
+        try:
+            recipe_script(text)
+        except ValueError as exc:
+            out.append((key, str(exc)))
+    return out
+
+
 def _fraction(value: str | None) -> bool:
     try:
         return value is not None and 0 < float(value) <= 1
@@ -257,7 +278,7 @@ def lint_recipe(recipe: Recipe) -> list[tuple[str, str, str]]:
 
 
 DISPLAY_ONLY = {
-    "Recipe": {"guide", "dependencies"},
+    "Recipe": set(),
     "Meta": {"slug", "difficulty", "date_updated", "date_added", "related_recipes", "performance_headline", "platforms"},
     "Model": {"docker_source"},
     "Omni": {"task_label", "task_hint", "variant_label", "variant_hint", "task_axes"},

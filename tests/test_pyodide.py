@@ -110,6 +110,7 @@ def test_worker_fragments_equal_the_prerendered_default(tmp_path):
         assert f'<ul id="capacity">{fragments["capacity"]}</ul>' in html
         assert f'<div id="commands">{fragments["commands"]}</div>' in html
         assert f'<div id="extras">{fragments["extras"]}</div>' in html
+        assert f'<div id="checkpoint">{fragments["checkpoint"]}</div>' in html
 
 
 def test_browser_python_has_no_native_code():

@@ -15,7 +15,7 @@
   const statusEl = document.getElementById("runtime-status");
   const output = document.getElementById("output");
   const banner = document.getElementById("preview-banner");
-  const FRAGMENTS = ["controls", "summary", "notices", "capacity", "commands", "extras"];
+  const FRAGMENTS = ["controls", "summary", "notices", "capacity", "commands", "extras", "checkpoint"];
   let plan = JSON.parse(document.getElementById("initial-plan").textContent);
   let viewFn = null;      // set when the composer is ready
   let pending = null;     // {query, push}: what to compose once it is ready

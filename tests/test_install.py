@@ -1,0 +1,347 @@
+"""Install what the command needs (issue 12, item 2): the recipe's
+``dependencies`` (brand and install-mode filters), vLLM-Omni installs, images
+and ``--omni`` for every omni recipe, no KV offload on omni pages, the highest
+minimum vLLM version across recipe, variant and companions (an unreleased one
+switches to the nightly build, with a notice) and the CUDA choice of images."""
+
+from __future__ import annotations
+
+import copy
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from composer import run_forms
+from composer.api import compose, compose_page, make_context
+from composer.loader import load_catalog, load_recipe, recipe_paths
+from composer.shell import recipe_script
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "upstream-recipes"
+K3 = "moonshotai/Kimi-K3"
+corpus = pytest.mark.skipif(not CORPUS.exists(), reason="shared corpus not present")
+
+
+def _raw(rid: str, base: Path) -> dict:
+    return yaml.safe_load((base / "models" / f"{rid}.yaml").read_text())
+
+
+def _corpus_recipes() -> list[tuple[str, dict]]:
+    if not CORPUS.exists():
+        return []
+    return [(rid, _raw(rid, CORPUS)) for rid in recipe_paths(CORPUS)]
+
+
+@pytest.fixture(scope="module")
+def corpus_catalog():
+    return load_catalog(CORPUS)
+
+
+@pytest.fixture(scope="module")
+def our_catalog():
+    return load_catalog(ROOT / "recipes")
+
+
+def _k3(our_catalog, edit):
+    data = copy.deepcopy(_raw(K3, ROOT / "recipes"))
+    edit(data)
+    return make_context(K3, data, our_catalog)
+
+
+def _is_omni(raw: dict) -> bool:
+    return "omni" in (raw.get("meta", {}).get("tasks") or []) or "omni" in raw
+
+
+def _words(text: str) -> list[str]:
+    """The words a shell reads in a snippet, continuation lines joined."""
+    return shlex.split(text.replace("\\\n", " "))
+
+
+def _installs_omni(plan: dict) -> bool:
+    inst = plan["install"]
+    if plan["selection"]["install"] == "docker":
+        return "vllm-omni" in (inst["image"] or "") or any("vllm-omni" in d["command"] for d in inst["dependencies"])
+    texts = [inst["pip"] or ""] + [d["command"] for d in inst["dependencies"]]
+    return any("vllm-omni" in t or "vllm_omni" in t for t in texts)
+
+
+# ------------------------------------------------------------------ omni
+OMNI = [(rid, raw) for rid, raw in _corpus_recipes() if _is_omni(raw)]
+
+
+@corpus
+def test_the_corpus_has_the_omni_recipes_the_issue_names():
+    ids = {rid for rid, _ in OMNI}
+    assert {"Qwen/Qwen-Image", "zai-org/GLM-Image"} <= ids and len(ids) >= 20
+
+
+@corpus
+@pytest.mark.parametrize("rid", [rid for rid, _ in OMNI])
+def test_every_omni_recipe_serves_with_omni_and_installs_vllm_omni(rid, corpus_catalog):
+    ctx = make_context(rid, load_recipe(CORPUS, rid), corpus_catalog)
+    assert ctx.strategies == ["omni"]  # whatever the recipe lists (Qwen-Image lists single_node_tp)
+    hardware = [h for h in ctx.listed_hardware if not ctx.hardware_block_reason(h, "default")]
+    assert hardware
+    for hw in hardware:
+        for install in ("pip", "docker"):
+            plan = compose(ctx, {"hardware": hw, "install": install})
+            commands = plan["commands"] or plan["blocked_commands"]
+            assert commands
+            for c in commands:
+                assert c["argv"][:2] == ["vllm", "serve"] and "--omni" in c["argv"], (hw, c["argv"])
+            if plan["selection"]["install"] != install:
+                continue  # Docker not offered here (the reason is in install.docker_reason)
+            if install == "pip" and plan["install"]["pip"] is None and not plan["install"]["dependencies"]:
+                continue  # the recipe turns the pip form off
+            assert _installs_omni(plan), (hw, install, plan["install"])
+            if install == "docker":
+                assert "vllm/vllm-openai" not in plan["install"]["image"]
+
+
+@corpus
+@pytest.mark.parametrize("rid", [rid for rid, _ in OMNI])
+def test_omni_pages_offer_no_kv_offload_and_mooncake_never_composes(rid, corpus_catalog):
+    ctx = make_context(rid, load_recipe(CORPUS, rid), corpus_catalog)
+    page = compose_page(ctx, "")
+    assert [o["id"] for o in page["options"]["kv_offload"]] == ["off"]
+    for kv in ("kv_store_centralized_mooncake", "cpu_offload", "lmcache"):
+        plan = compose(ctx, {"kv_offload": kv})
+        assert plan["selection"]["kv_offload"] == "off"
+        assert any(n["code"] == "kv-offload-unavailable" for n in plan["notices"])
+        assert not plan["companions"]
+        for c in plan["commands"] + plan["blocked_commands"]:
+            assert "--kv-transfer-config" not in c["argv"]
+
+
+def test_a_vllm_omni_release_is_installed_with_the_vllm_it_is_built_on(our_catalog):
+    ctx = _k3(our_catalog, lambda d: (d["meta"].__setitem__("tasks", ["omni"]), d.pop("compatible_strategies", None)))
+    plan = compose(ctx, "hardware=h200")
+    pip = plan["install"]["pip"]
+    assert f"vllm=={run_forms.OMNI_RELEASE}" in pip and f"vllm-omni=={run_forms.OMNI_RELEASE}" in pip
+    docker = compose(ctx, "hardware=h200&install=docker")["install"]
+    assert docker["image"] == f"vllm/vllm-omni:v{run_forms.OMNI_RELEASE}"
+    amd = compose(ctx, "hardware=mi355x&install=docker")["install"]
+    assert amd["image"] == f"vllm/vllm-omni-rocm:v{run_forms.OMNI_RELEASE}"
+
+
+def test_an_omni_recipe_newer_than_the_omni_release_builds_it_from_source(our_catalog):
+    newer = ".".join(str(int(p) + (1 if i == 1 else 0)) for i, p in enumerate(run_forms.OMNI_RELEASE.split(".")))
+
+    def edit(d):
+        d["meta"]["tasks"] = ["omni"]
+        d["model"]["min_vllm_version"] = newer
+    ctx = _k3(our_catalog, edit)
+    plan = compose(ctx, "hardware=h200&install=docker")
+    assert plan["selection"]["install"] == "pip"  # no vLLM-Omni image of that version is known
+    assert run_forms.OMNI_SOURCE in plan["install"]["pip"]
+    assert "vLLM-Omni" in plan["install"]["docker_reason"]
+
+
+# ----------------------------------------------------------- dependencies
+DEPENDENT = [(rid, raw) for rid, raw in _corpus_recipes() if raw.get("dependencies")]
+
+
+def _expected_words(command: str) -> list[str]:
+    """The words of a recipe command with its ``&&``/``;`` separators (the
+    corpus never quotes them) and comments left out."""
+    lines = [re.sub(r"(^|\s)#.*$", "", ln) for ln in command.replace("\\\n", " ").splitlines()]
+    return shlex.split(re.sub(r"&&|;", " ", "\n".join(lines)))
+
+
+@corpus
+def test_the_corpus_recipes_with_dependencies_are_read():
+    assert len(DEPENDENT) >= 40
+
+
+@corpus
+@pytest.mark.parametrize("rid", [rid for rid, _ in DEPENDENT])
+def test_every_recipe_with_dependencies_shows_them(rid, corpus_catalog):
+    raw = _raw(rid, CORPUS)
+    ctx = make_context(rid, load_recipe(CORPUS, rid), corpus_catalog)
+    brands = {}  # brand -> (hardware, variant) offered together
+    for variant in ctx.recipe.variants:
+        for hw in ctx.listed_hardware:
+            if not ctx.hardware_block_reason(hw, variant):
+                brands.setdefault(ctx.hw(hw).brand, (hw, variant))
+    shown_anywhere = set()
+    for hw, variant in brands.values():
+        for install in ("pip", "docker"):
+            plan = compose(ctx, {"hardware": hw, "variant": variant, "install": install})
+            mode = plan["selection"]["install"]
+            brand = ctx.hw(plan["selection"]["hardware"]).brand  # the hardware shown (a blocked one is replaced)
+            steps = plan["install"]["dependencies"]
+            want = []
+            for i, dep in enumerate(raw["dependencies"]):
+                b = dep.get("brand")
+                b = [b] if isinstance(b, str) else b
+                if b is not None and brand.lower() not in {x.lower() for x in b}:
+                    continue
+                if mode not in (dep.get("install_modes") or ["pip"]):
+                    continue
+                want.append(i)
+            assert len(steps) == len(want), (brand, mode)
+            for i, step in zip(want, steps):
+                dep = raw["dependencies"][i]
+                assert step["note"] == (dep.get("note") or "")
+                assert step["optional"] == bool(dep.get("optional"))
+                assert _words(step["command"]) == _expected_words(dep["command"])
+                shown_anywhere.add(i)
+    # every dependency reaches a page for some brand and install form the recipe offers
+    offered = {b.lower() for b in brands}
+    for i, dep in enumerate(raw["dependencies"]):
+        b = dep.get("brand")
+        b = [b] if isinstance(b, str) else b
+        if b is None or offered & {x.lower() for x in b}:
+            assert i in shown_anywhere, dep
+
+
+def test_dependency_filters_follow_brand_install_mode_and_optional(our_catalog):
+    def edit(d):
+        d["dependencies"] = [
+            {"command": "uv pip install every-where", "note": "all brands, pip"},
+            {"command": "uv pip install amd-only", "note": "AMD", "brand": "AMD"},
+            {"command": "docker pull helper:1", "note": "docker form", "install_modes": ["docker"], "brand": ["NVIDIA", "AMD"]},
+            {"command": "uv pip install extra", "note": "nice to have", "optional": True, "install_modes": ["pip", "docker"]},
+        ]
+    ctx = _k3(our_catalog, edit)
+
+    def shown(query):
+        return [(d["command"], d["optional"]) for d in compose(ctx, query)["install"]["dependencies"]]
+
+    assert shown("hardware=h200") == [("uv pip install every-where", False), ("uv pip install extra", True)]
+    assert shown("hardware=mi355x") == [("uv pip install every-where", False), ("uv pip install amd-only", False),
+                                        ("uv pip install extra", True)]
+    assert shown("hardware=h200&install=docker") == [("docker pull helper:1", False), ("uv pip install extra", True)]
+    html = compose_page(ctx, "hardware=h200")
+    from composer.render import PageRenderer, environment
+    from jinja2 import FileSystemLoader
+
+    extras = PageRenderer(environment(FileSystemLoader(ROOT / "site_src"))).fragments(html, ("extras",))["extras"]
+    assert "every-where" in extras and "nice to have" in extras and "Optional:" in extras and "amd-only" not in extras
+
+
+HOSTILE = ["x; touch canary", "x && touch canary", "$(touch canary)", "`touch canary`", "a | sh", "a || b",
+           "echo > /etc/passwd", "x\ntouch canary", "x \\\n && y"]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_dependency_text_is_shown_as_separate_quoted_commands(our_catalog, text):
+    from tests.test_hostile import _outside_single_quotes
+
+    ctx = _k3(our_catalog, lambda d: d.__setitem__("dependencies", [{"command": f"uv pip install {text}", "note": "<b>n</b>"}]))
+    step = compose(ctx, "hardware=h200")["install"]["dependencies"][0]
+    outside = _outside_single_quotes(step["command"])
+    assert not set(";&|`>") & set(outside) and "$(" not in outside, step["command"]
+    # each line is a command of its own, so whatever runs is on screen
+    assert "touch canary" not in step["command"].splitlines()[0] or "'" in step["command"].splitlines()[0]
+
+
+def test_recipe_script_keeps_separators_inside_quotes():
+    assert recipe_script("echo 'a && b; c' && ls") == "echo 'a && b; c'\nls"
+    assert recipe_script("uv venv\nsource .venv/bin/activate\nuv pip install vllm==0.26.0\n").splitlines() == [
+        "uv venv", "source .venv/bin/activate", "uv pip install vllm==0.26.0"]
+
+
+# ---------------------------------------------------------- min version
+def test_the_highest_minimum_across_recipe_variant_and_companions_is_installed(our_catalog):
+    def edit(d):
+        d["model"]["min_vllm_version"] = "0.12.0"
+        d["variants"]["default"]["min_vllm_version"] = "0.20.1"
+    ctx = _k3(our_catalog, edit)
+    assert "'vllm>=0.20.1'" in compose(ctx, "hardware=h200")["install"]["pip"]
+    store = next(k for k in ctx.kv_options() if k in ctx.catalog.strategies)
+    plan = compose(ctx, {"hardware": "h200", "kv_offload": store})
+    if plan["selection"]["kv_offload"] == store and ctx.catalog.strategies[store].min_vllm_version:
+        assert plan["install"]["min_vllm_version"] == max(
+            ["0.20.1", ctx.catalog.strategies[store].min_vllm_version], key=run_forms.version_key)
+
+
+def test_an_unreleased_minimum_switches_to_the_nightly_with_a_notice(our_catalog):
+    major, minor = run_forms.VLLM_RELEASE.split(".")[:2]
+    unreleased = f"{major}.{int(minor) + 1}.0"
+    ctx = _k3(our_catalog, lambda d: d["variants"]["default"].__setitem__("min_vllm_version", unreleased))
+    plan = compose(ctx, "hardware=h200")
+    pip = plan["install"]["pip"]
+    assert "wheels.vllm.ai/nightly" in pip and "--pre" in pip
+    assert ">=" not in pip  # a nightly wheel (X.dev) is numbered below the release X it leads to
+    assert plan["install"]["nightly"] and plan["install"]["min_vllm_version"] == unreleased
+    notice = next(n for n in plan["notices"] if n["code"] == "nightly-required")
+    assert unreleased in notice["message"] and run_forms.VLLM_RELEASE in notice["message"]
+    assert compose(ctx, "hardware=h200&install=docker")["install"]["image"] == "vllm/vllm-openai:nightly"
+    from jinja2 import FileSystemLoader
+
+    from composer.render import PageRenderer, environment
+
+    extras = PageRenderer(environment(FileSystemLoader(ROOT / "site_src"))).fragments(
+        compose_page(ctx, "hardware=h200"), ("extras",))["extras"]
+    assert f"Needs vLLM {unreleased} or newer: the nightly build." in extras
+    assert compose(ctx, "hardware=mi355x&install=docker")["install"]["image"] == "vllm/vllm-openai-rocm:nightly"
+    released = _k3(our_catalog, lambda d: d["variants"]["default"].__setitem__("min_vllm_version", run_forms.VLLM_RELEASE))
+    plan = compose(released, "hardware=h200")
+    assert not plan["install"]["nightly"] and not any(n["code"] == "nightly-required" for n in plan["notices"])
+    assert compose(released, "hardware=h200&install=docker")["install"]["image"] == "vllm/vllm-openai:latest"
+
+
+def test_a_pinned_image_older_than_the_minimum_is_said(our_catalog):
+    def edit(d):
+        d["model"]["docker_image"] = "vllm/vllm-openai:v0.10.1"
+        d["variants"]["default"]["min_vllm_version"] = "0.11.0"
+    ctx = _k3(our_catalog, edit)
+    plan = compose(ctx, "hardware=h200&install=docker")
+    assert any(n["code"] == "image-too-old" and "0.10.1" in n["message"] for n in plan["notices"])
+    ok = _k3(our_catalog, lambda d: (edit(d), d["model"].__setitem__("docker_image", "vllm/vllm-openai:v0.11.0")))
+    assert not any(n["code"] == "image-too-old" for n in compose(ok, "hardware=h200&install=docker")["notices"])
+
+
+def test_version_order_puts_pre_releases_below_their_release():
+    order = ["0.9.2", "0.11.0rc1", "0.11.0", "0.11.1", "0.12", "1.0.0"]
+    assert sorted(reversed(order), key=run_forms.version_key) == order
+
+
+# ----------------------------------------------------------------- CUDA
+def _cuda_k3(our_catalog):
+    return _k3(our_catalog, lambda d: d["model"].__setitem__(
+        "docker_image", {"nvidia": {"cu129": "vllm/vllm-openai:v9-cu129", "cu130": "vllm/vllm-openai:v9"},
+                         "amd": "vllm/vllm-openai-rocm:v9"}))
+
+
+def test_a_cuda_control_picks_the_image_where_the_recipe_offers_several(our_catalog):
+    ctx = _cuda_k3(our_catalog)
+    page = compose_page(ctx, "hardware=h200&install=docker")
+    assert [(o["id"], o["selected"]) for o in page["options"]["cuda"]] == [("cu129", False), ("cu130", True)]
+    assert page["install"]["image"] == "vllm/vllm-openai:v9" and "cuda=cu130" in page["url"]  # pinned (v=2)
+    cu129 = next(o for o in page["options"]["cuda"] if o["id"] == "cu129")
+    picked = compose(ctx, cu129["query"])
+    assert picked["install"]["image"] == "vllm/vllm-openai:v9-cu129"
+    assert "cuda=cu129" in picked["url"] and picked["selection"]["cuda"] == "cu129"
+    assert all("vllm/vllm-openai:v9-cu129" in c["docker_argv"] for c in picked["commands"])
+    bad = compose(ctx, "hardware=h200&cuda=cu999")
+    assert any(n["code"] == "invalid-cuda" for n in bad["notices"]) and bad["selection"]["cuda"] == "cu130"
+
+
+def test_no_cuda_control_without_a_choice(our_catalog, plan):
+    assert "cuda" not in plan("hardware=h200")["options"]  # our K3: no CUDA map
+    amd = compose_page(_cuda_k3(our_catalog), "hardware=mi355x")
+    assert "cuda" not in amd["options"]
+    ignored = compose(_cuda_k3(our_catalog), "hardware=mi355x&cuda=cu129")
+    assert "cuda" not in ignored["selection"] and any("cuda" in n["message"] for n in ignored["notices"])
+
+
+def test_an_unreadable_dependency_command_is_an_error_with_its_key_path(tmp_path):
+    import shutil
+
+    from composer.checks import validate
+    from composer.loader import RecipeLoadError
+
+    recipes = tmp_path / "recipes"
+    shutil.copytree(ROOT / "recipes", recipes)
+    path = recipes / "models" / f"{K3}.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["dependencies"] = [{"command": "uv pip install 'unbalanced", "note": "n"}]
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(RecipeLoadError) as exc:
+        validate(recipes)
+    assert any(e.key == "dependencies[0].command" for e in exc.value.errors)
