@@ -32,14 +32,16 @@ def site_dir(tmp_path_factory) -> Path:
     return out
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep test output readable
-        pass
-
-
 @pytest.fixture(scope="session")
 def server(site_dir):
-    """Base URL of the built site, served by a thread on a free port."""
+    """Base URL of the built site, served by a thread on a free port as a
+    static host serves it (an unknown path gets the site's 404.html)."""
+    import build
+
+    class _QuietHandler(build.StaticHostHandler):
+        def log_message(self, *args):  # keep test output readable
+            pass
+
     handler = functools.partial(_QuietHandler, directory=str(site_dir))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
