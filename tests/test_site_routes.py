@@ -107,3 +107,38 @@ def test_pd_summary_and_capacity_say_the_cluster_size(plan):
     bigger = plan("hardware=h200&strategy=pd_cluster&decode_nodes=4")
     n = bigger["selection"]["prefill_nodes"] + bigger["selection"]["decode_nodes"]
     assert n == 6 and bigger["summary"].startswith("6 × H200 nodes")
+
+
+def test_corpus_routes_lead_to_real_recipes_and_variants():
+    paths = recipe_paths(CORPUS)
+    recipes = {}
+    for rid in paths:
+        try:
+            recipes[rid] = load_recipe(CORPUS, rid)
+        except Exception:  # a corpus recipe our checks refuse is not built, so it has no routes
+            continue
+    served = {rid: checkpoints(rid, r) for rid, r in recipes.items()}
+    table = route_map(served)
+    assert len(table) > len(recipes)  # recipes, organisations and checkpoint ids
+    for key, target in table.items():
+        assert key == key.lower() and not key.startswith("/") and not key.endswith("/")
+        if "org" in target:
+            assert any(rid.split("/")[0] == target["org"] for rid in recipes)
+            continue
+        assert target["id"] in recipes
+        if target.get("variant"):
+            assert target["variant"] in recipes[target["id"]].variants
+    assert any(t.get("variant") for t in table.values())  # the corpus has checkpoint ids for variants
+
+
+def test_base_path_is_written_into_404_and_checked(tmp_path):
+    out = tmp_path / "site"
+    build.build(ROOT / "recipes", out, base_path="/recipes/")
+    html = (out / "404.html").read_text()
+    assert 'src="/recipes/assets/redirect.js"' in html and 'href="/recipes/assets/style.css"' in html
+    assert 'data-base="/recipes/"' in html
+    stub = (out / "Qwen" / "Qwen3-235B-A22B-Instruct-2507-FP8" / "index.html").read_text()
+    assert 'content="../../Qwen/Qwen3-235B-A22B-Instruct-2507/" data-variant="fp8"' in stub  # stubs stay relative
+    for bad in ("recipes/", "/recipes", "/a b/", '/"><script>/'):
+        with pytest.raises(build.BuildError, match="base-path"):
+            build.build(ROOT / "recipes", tmp_path / "other", base_path=bad)
