@@ -38,7 +38,5 @@
     const routes = JSON.parse(data.textContent);
     hit = Object.prototype.hasOwnProperty.call(routes, key) ? routes[key] : null;
   }
-  if (hit && go(base + (hit.org || hit.id) + "/", hit.variant)) return;
-  document.getElementById("not-found-title").textContent = "Page not found";
-  document.getElementById("not-found").hidden = false;
+  if (hit) go(base + (hit.org || hit.id) + "/", hit.variant);  // otherwise the page says it is not found
 })();

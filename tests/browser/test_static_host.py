@@ -29,9 +29,12 @@ def context(context):
 def test_unknown_path_is_answered_with_404_page(page, server):
     resp = page.goto(server + "/nobody/nothing-here/?hardware=h200")
     assert resp.status == 404
-    page.wait_for_selector("#not-found:not([hidden])")
-    assert page.inner_text("h1") == "Page not found"
+    page.wait_for_load_state("load")
+    assert page.inner_text("h1") == "Page not found" and page.is_visible("#not-found")
     assert page.url.endswith("/nobody/nothing-here/?hardware=h200")  # no redirect anywhere
+    page.evaluate(AXE.read_text() + "\n;0")
+    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    assert not [v["id"] for v in result["violations"] if v["impact"] in ("serious", "critical")]
     page.click("#not-found a")
     page.wait_for_selector("#recipes")
 
