@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import build
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
@@ -32,16 +34,16 @@ def site_dir(tmp_path_factory) -> Path:
     return out
 
 
+class _QuietHandler(build.StaticHostHandler):
+    """Serves the site as a static host does: an unknown path gets its 404.html."""
+
+    def log_message(self, *args):  # keep test output readable
+        pass
+
+
 @pytest.fixture(scope="session")
 def server(site_dir):
-    """Base URL of the built site, served by a thread on a free port as a
-    static host serves it (an unknown path gets the site's 404.html)."""
-    import build
-
-    class _QuietHandler(build.StaticHostHandler):
-        def log_message(self, *args):  # keep test output readable
-            pass
-
+    """Base URL of the built site, served by a thread on a free port."""
     handler = functools.partial(_QuietHandler, directory=str(site_dir))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
