@@ -29,7 +29,7 @@ def _safe_id(model_id: str) -> bool:
     """``org/name`` of two safe segments (a local path or a deeper id is no page address)."""
     parts = model_id.split("/")
     return (len(parts) == 2 and all(SEGMENT.match(p) and ".." not in p for p in parts)
-            and parts[0].lower() not in RESERVED)
+            and parts[0].lower() not in RESERVED and parts[1].lower() not in ("index.html", "404.html"))
 
 
 def checkpoints(rid: str, recipe: Recipe) -> list[tuple[str, str | None]]:

@@ -57,7 +57,8 @@ def test_checkpoints_skip_ids_that_are_no_page_address():
     class R:
         class model:
             model_id = "/models/local-copy"
-        variants = {"default": V("org/x"), "fp8": V("org/x-fp8"), "deep": V("a/b/c"), "site": V("assets/x")}
+        variants = {"default": V("org/x"), "fp8": V("org/x-fp8"), "deep": V("a/b/c"), "site": V("assets/x"),
+                    "page": V("org/index.html")}
 
     assert checkpoints("org/x", R) == [("org/x-fp8", "fp8")]
 
