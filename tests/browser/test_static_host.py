@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from tests.browser.conftest import ROOT, wait_ready
-from tests.browser.test_page import K3, assert_matches_cli, click, settle
+from tests.browser.test_page import K3, click, settle
 
 pytestmark = pytest.mark.browser
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
