@@ -41,6 +41,7 @@ from jinja2 import FileSystemLoader
 from composer.api import compose, compose_page, make_context
 from composer import vllm_cli
 from composer.render import environment
+from composer.routes import checkpoints, route_map, variant_routes
 from composer.loader import RecipeError, RecipeLoadError, recipe_paths, unsafe_recipe_files
 from composer.schema import Recipe
 from composer.checks import check_recipe, load_catalog_checked
@@ -53,7 +54,7 @@ PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_s
 SNAPSHOT_CACHE = ROOT / ".cache" / "snapshots"
 # The browser gets the composer's pure logic and the renderer; not the modules
 # that read files, validate with pydantic or parse the command line.
-NOT_IN_BROWSER = {"cli.py", "loader.py", "validate.py", "checks.py", "vllm_cli_gen.py", "__main__.py", "guide.py"}
+NOT_IN_BROWSER = {"cli.py", "loader.py", "validate.py", "checks.py", "vllm_cli_gen.py", "__main__.py", "guide.py", "routes.py"}
 # Pure-Python packages the browser's renderer needs (pinned in pyproject.toml);
 # MarkupSafe's optional C speedups are left out (a snapshot cannot hold them).
 BROWSER_PACKAGES = ("jinja2", "markupsafe")
@@ -244,15 +245,100 @@ def recipe_api(ctx, recipe: Recipe, plan: dict) -> dict:
 
 
 def index_entry(ctx, recipe: Recipe, plan: dict) -> dict:
-    """One row of the index page and of ``api/index.json``."""
+    """One row of the index page and of ``api/index.json``.
+
+    ``hardware``: every offered hardware some variant runs on; ``tags``: tasks,
+    precisions and architecture (``MoE`` when the recipe counts routed experts),
+    what the index search matches besides names; ``size_b``: the parameter count
+    in billions (None if the recipe gives none), for sorting; ``checkpoints``:
+    ``[checkpoint id, variant key or None]`` served under another id (the
+    redirects of ``composer.routes``)."""
     precisions = sorted({v.precision.upper() for v in recipe.variants.values() if v.precision})
+    arch = [recipe.model.architecture] if recipe.model.architecture else []
+    moe = ["MoE"] if recipe.model.routed_experts and "moe" not in (a.lower() for a in arch) else []
+    tags = list(dict.fromkeys([*recipe.meta.tasks, *precisions, *arch, *moe]))
     return {
         "id": ctx.recipe_id, "title": recipe.meta.title, "provider": recipe.meta.provider,
         "description": recipe.meta.description, "tasks": list(recipe.meta.tasks),
-        "size": str(recipe.model.parameter_count or ""), "precisions": precisions,
+        "size": str(recipe.model.parameter_count or ""), "size_b": parameter_billions(recipe.model.parameter_count),
+        "precisions": precisions, "tags": tags,
         "verified_hardware": [h for h in ctx.listed_hardware if ctx.is_verified(h)],
+        "hardware": [h for h in ctx.listed_hardware if any(ctx.hardware_block_reason(h, v) is None for v in recipe.variants)],
+        "checkpoints": [list(c) for c in checkpoints(ctx.recipe_id, recipe)],
         "default_summary": plan["summary"], "page": f"{ctx.recipe_id}/", "json": f"api/{ctx.recipe_id}.json",
     }
+
+
+def parameter_billions(count) -> float | None:
+    """A parameter count in billions: ``"235B"`` → 235, ``"1T"`` → 1000,
+    ``"500M"`` → 0.5; a bare number of at least a million is a raw count, a
+    smaller one already billions. None for anything else."""
+    if isinstance(count, (int, float)) and not isinstance(count, bool):
+        return round(count / 1e9, 3) if count >= 1e6 else float(count)
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMBT]?)\s*", str(count or ""), re.IGNORECASE)
+    if not m:
+        return None
+    scale = {"": 1.0, "K": 1e-6, "M": 1e-3, "B": 1.0, "T": 1e3}[m.group(2).upper()]
+    return round(float(m.group(1)) * scale, 3)
+
+
+def hardware_labels(profiles: dict) -> dict[str, str]:
+    """``{hw id: label}`` with no two labels alike: a display name that two
+    profiles share (the corpus has two "RTX 5090") gets the GPU count, then the
+    id if that is still not enough."""
+    names = {h: p.display_name for h, p in profiles.items()}
+    counts: dict[str, int] = {}
+    for n in names.values():
+        counts[n] = counts.get(n, 0) + 1
+    labels = {h: (f"{n} ({p.gpu_count} GPU{'s' if p.gpu_count != 1 else ''})" if counts[n] > 1 else n)
+              for (h, n), p in zip(names.items(), profiles.values())}
+    again: dict[str, int] = {}
+    for n in labels.values():
+        again[n] = again.get(n, 0) + 1
+    return {h: (f"{n} [{h}]" if again[n] > 1 else n) for h, n in labels.items()}
+
+
+def index_facets(items: list[dict], hardware: dict[str, str]) -> list[dict]:
+    """The index's multi-select filters: ``[{name, legend, options: [{value,
+    label, count}]}]``; counts are of ``items`` (the page recounts them for the
+    other filters chosen). Providers and tasks sorted by name, hardware in
+    taxonomy order."""
+    def count(values: list[str], label=lambda v: v) -> list[dict]:
+        seen: dict[str, int] = {}
+        for v in values:
+            seen[v] = seen.get(v, 0) + 1
+        return [{"value": v, "label": label(v), "count": n} for v, n in seen.items()]
+
+    providers = sorted(count([e["provider"] for e in items if e["provider"]]), key=lambda o: o["label"].lower())
+    tasks = sorted(count([t for e in items for t in e["tasks"]]), key=lambda o: o["label"].lower())
+    precisions = sorted(count([p for e in items for p in e["precisions"]]), key=lambda o: o["label"])
+    verified = {o["value"]: o for o in count([h for e in items for h in e["verified_hardware"]], hardware.get)}
+    return [
+        {"name": "provider", "legend": "Provider", "options": providers},
+        {"name": "task", "legend": "Task", "options": tasks},
+        {"name": "hardware", "legend": "Verified on", "options": [verified[h] for h in hardware if h in verified]},
+        {"name": "precision", "legend": "Precision", "options": precisions},
+    ]
+
+
+def write_redirects(tmp: Path, env, entries: list[dict], base_path: str) -> None:
+    """``404.html`` (a static host serves it for any unknown path: its script
+    sends a path in another case, or a variant's checkpoint id, to the recipe
+    page with the query kept) and a redirect stub at every exact checkpoint
+    path (``/<org>/<name>-FP8/`` → the recipe with ``?variant=<key>``), never
+    over a page of the site (``composer.routes``)."""
+    served = {e["id"]: [tuple(c) for c in e["checkpoints"]] for e in entries}
+    routes = route_map(served)
+    (tmp / "404.html").write_text(env.get_template("404.html").render(base=base_path, routes_json=script_json(routes)))
+    stub = env.get_template("redirect.html")
+    for mid, target in variant_routes(served).items():
+        folder = tmp / mid
+        if folder.exists():
+            continue  # a page of the site (or an earlier stub) is never replaced
+        prefix = "../" * (mid.count("/") + 1)
+        folder.mkdir(parents=True)
+        (folder / "index.html").write_text(stub.render(prefix=prefix, target=f"{prefix}{target['id']}/",
+                                                       variant=target["variant"], model_id=mid, rid=target["id"]))
 
 
 def script_json(data) -> str:
@@ -306,7 +392,7 @@ def _render_recipe(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
 
 
 def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | None = None, strict: bool = False,
-          repo_url: str = DEFAULT_REPO_URL, repo_branch: str = DEFAULT_REPO_BRANCH) -> dict:
+          repo_url: str = DEFAULT_REPO_URL, repo_branch: str = DEFAULT_REPO_BRANCH, base_path: str = "/") -> dict:
     """Build the whole site into ``out``; returns ``{recipes, out, errors, warnings}``.
 
     ``warnings`` lists what vLLM's CLI would refuse or ignore in the recipes
@@ -318,8 +404,14 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     Raises RecipeLoadError (bad recipes, unless ``keep_going``;
     every problem of every recipe is listed) or BuildError (missing runtime
     pieces). Nothing is written to ``out`` unless the build completes.
+
+    ``base_path`` is the URL path the site is served under (``/`` or
+    ``/<repo>/`` on GitHub Pages): ``404.html``, served at any unknown depth,
+    loads its script and styles from there.
     """
     repo_url = check_repo_url(repo_url)
+    if not base_path.startswith("/") or not base_path.endswith("/") or not _SAFE_BASE.match(base_path):
+        raise BuildError(f"--base-path {base_path!r} must be a URL path that starts and ends with '/', e.g. / or /recipes/")
     catalog = load_catalog_checked(recipes_dir)
     paths = recipe_paths(recipes_dir)
     if not paths:
@@ -358,19 +450,18 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         if errors and not keep_going:
             raise RecipeLoadError(errors)
         entries = sorted((entry for _, entry, _ in results if entry is not None), key=lambda e: e["title"].lower())
-        hardware = {h: p.display_name for h, p in catalog.taxonomy.hardware_profiles.items()}
+        hardware = hardware_labels(catalog.taxonomy.hardware_profiles)
         (tmp / "api" / "index.json").write_text(json.dumps({"recipes": entries, "hardware": hardware}, indent=1))
         index = env.get_template("index.html")
 
         def render_index(items: list[dict], prefix: str, org: str | None) -> str:
-            return index.render(recipes=items, hardware=hardware, prefix=prefix, org=org,
-                                providers=sorted({e["provider"] for e in items if e["provider"]}),
-                                tasks=sorted({t for e in items for t in e["tasks"]}))
+            return index.render(recipes=items, hardware=hardware, prefix=prefix, org=org, facets=index_facets(items, hardware))
 
         (tmp / "index.html").write_text(render_index(entries, "", None))
         # /<org>/ lists that organisation's recipes (a directory listing otherwise).
         for org in sorted({e["id"].split("/")[0] for e in entries}):
             (tmp / org / "index.html").write_text(render_index([e for e in entries if e["id"].startswith(org + "/")], "../", org))
+        write_redirects(tmp, env, entries, base_path)
         _swap_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -399,6 +490,9 @@ def _remove_stale_builds(parent: Path) -> None:
         if old.is_dir() and (old / SITE_MARKER).exists():
             shutil.rmtree(old, ignore_errors=True)
 
+
+_SAFE_BASE = re.compile(r"^/(?:[A-Za-z0-9._~-]+/)*$")
+"""A ``--base-path``: slash-separated URL-safe segments (it is written into 404.html)."""
 
 SITE_MARKER = ".vllm-recipes-site"
 """File that marks a directory as one of our builds (safe to replace)."""
@@ -434,8 +528,25 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
         tmp.rename(out)
 
 
+class StaticHostHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves files as a static host (GitHub Pages and the like) does: an
+    unknown path gets the site's ``404.html`` with status 404."""
+
+    def send_error(self, code, message=None, explain=None):
+        page = Path(self.directory) / "404.html"
+        if code != 404 or self.command not in ("GET", "HEAD") or not page.is_file():
+            return super().send_error(code, message, explain)
+        body = page.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command == "GET":
+            self.wfile.write(body)
+
+
 def serve(directory: Path, host: str = "127.0.0.1", port: int = 8000) -> None:
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
+    handler = functools.partial(StaticHostHandler, directory=str(directory))
     with http.server.ThreadingHTTPServer((host, port), handler) as httpd:
         print(f"Serving {directory} at http://{host}:{port}/ (Ctrl-C to stop)")
         httpd.serve_forever()
@@ -455,12 +566,14 @@ def main(argv: list[str] | None = None) -> int:
                          "to report a problem (default: $RECIPES_REPO_URL or %(default)s)")
     ap.add_argument("--repo-branch", default=DEFAULT_REPO_BRANCH,
                     help="branch the edit links open (default: $RECIPES_REPO_BRANCH or %(default)s)")
+    ap.add_argument("--base-path", default="/",
+                    help="URL path the site is served under, e.g. /recipes/ for https://user.github.io/recipes/ (default /)")
     ap.add_argument("--serve", action="store_true", help="serve the built site at http://127.0.0.1:PORT/")
     ap.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     args = ap.parse_args(argv)
     try:
         summary = build(args.recipes, args.out, keep_going=args.keep_going, jobs=args.jobs, strict=args.strict,
-                        repo_url=args.repo_url, repo_branch=args.repo_branch)
+                        repo_url=args.repo_url, repo_branch=args.repo_branch, base_path=args.base_path)
     except RecipeLoadError as exc:
         print(f"build failed: {len(exc.errors)} problem(s) in {args.recipes}:", file=sys.stderr)
         for e in exc.errors:

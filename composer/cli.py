@@ -20,6 +20,7 @@ from composer.api import compose, make_context
 from composer.argv import ArgvError
 from composer.checks import check_recipe, load_catalog_checked, validate
 from composer.loader import RecipeError, RecipeLoadError, recipe_paths
+from composer.routes import find_recipe_id
 from composer.shell import comment
 
 DEFAULT_RECIPES = Path(__file__).resolve().parent.parent / "recipes"
@@ -84,9 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         catalog = load_catalog_checked(args.recipes)
-        path = recipe_paths(args.recipes).get(args.recipe_id)
-        if path is None:
+        paths = recipe_paths(args.recipes)
+        rid = find_recipe_id(paths, args.recipe_id)  # a recipe id typed in another case is found too
+        if rid is None:
             raise RecipeLoadError([RecipeError(f"models/{args.recipe_id}.yaml", "", "no such recipe")])
+        args.recipe_id, path = rid, paths[rid]
         recipe, problems = check_recipe(args.recipes, args.recipe_id, path, catalog)
         if recipe is None:
             raise RecipeLoadError([p for p in problems if p.level == "error"])

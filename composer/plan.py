@@ -174,10 +174,11 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
                    command=cmd, env_text=env_text(env), text=text, provenance=flags, env_provenance=envs, pip_text=text)
 
 
-def _where(lay, hwname: str, pool: str | None = None) -> str:
-    """Where one replica lives, for the capacity line."""
+def _where(lay, hwname: str, pool: str | None = None, total: int = 0) -> str:
+    """Where one replica lives, for the capacity line; a P/D pool also names
+    the cluster's ``total`` GPU nodes (both pools), which nothing else says."""
     if pool:
-        return f"the {pool} pool ({lay.nodes} × {hwname})"
+        return f"the {pool} pool ({lay.nodes} of the {total} × {hwname} nodes)"
     if lay.mode == "tp_dp":
         return f"each replica (1 × {hwname})"
     if lay.nodes == 1 and lay.used_per_node < lay.gpus_per_node:
@@ -282,6 +283,7 @@ def _store_router(ctx: RecipeContext, sel: Selection, endpoints: list[str]) -> C
 def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[Command], list[CapacityCheck]]:
     cmds, caps, endpoints = [], [], {}
     hwname = ctx.hw(sel.hardware).display_name
+    total = pd_nodes(sel)
     for name in POOLS:
         pool = sel.pool(name)
         lay = pool_layout(ctx, sel, name, pool.mode, pool.nodes)
@@ -302,7 +304,7 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[
             if serves_api(lay, rank):
                 port = flag_value(cmd.argv, "--port") or "8000"
                 endpoints[name].append(f"http://${upper}_NODE_{rank + 1}:{port}")
-        caps.append(_capacity_of(ctx, sel, lay, util, first, name, _where(lay, hwname, name), notices))
+        caps.append(_capacity_of(ctx, sel, lay, util, first, name, _where(lay, hwname, name, total), notices))
     cmds.append(_router(ctx, sel, endpoints))
     return cmds, caps
 
@@ -336,12 +338,21 @@ def _shape(ctx: RecipeContext, sel: Selection) -> str:
             "omni": (task.label or task.id) if task else "vLLM-Omni"}[lay.mode]
 
 
+def pd_nodes(sel: Selection) -> int:
+    """GPU nodes of a P/D plan: the prefill pool's plus the decode pool's
+    (the router needs no GPU node of its own)."""
+    return sum(sel.pool(name).nodes for name in POOLS)
+
+
 def summary(ctx: RecipeContext, sel: Selection, commands: list[dict]) -> str:
     hw = ctx.hw(sel.hardware)
     prec = ctx.variant_label(sel.variant)
     if sel.prefill:
-        return (f"{hw.display_name} · P/D: prefill {sel.prefill.nodes} × {sel.prefill.mode.upper()}, "
-                f"decode {sel.decode.nodes} × {sel.decode.mode.upper()} · {prec}")
+        # The cluster size first, as for every other plan; the router is a CPU
+        # process (no GPU node of its own): it runs on any host that reaches both pools.
+        return (f"{pd_nodes(sel)} × {hw.display_name} nodes · P/D: prefill {sel.prefill.nodes} × "
+                f"{sel.prefill.mode.upper()} + decode {sel.decode.nodes} × {sel.decode.mode.upper()}; "
+                f"router on any host · {prec}")
     text = f"{sel.nodes} × {hw.display_name} · {ctx.strategy_label(sel.strategy)} · {_shape(ctx, sel)} · {prec}"
     if sel.instances > 1:
         text += f" · {sel.instances} instances ({sel.nodes * sel.instances} nodes) behind a router"

@@ -52,9 +52,77 @@
   }
   if (view.embed) {
     document.documentElement.classList.add("embed");
-    const report = () => parent.postMessage({type: "vllm-configurator:height", height: document.documentElement.scrollHeight}, "*");
-    new ResizeObserver(report).observe(document.body);
+    // The content's own height (the bottom of #app), never the document's
+    // scrollHeight: that is at least the iframe's height, so an embed that
+    // grew could never shrink again.
+    let last = -1;
+    const report = () => {
+      const height = Math.ceil(app.getBoundingClientRect().bottom + window.scrollY);
+      if (height === last) return;
+      last = height;
+      parent.postMessage({type: "vllm-configurator:height", height}, "*");
+    };
+    new ResizeObserver(report).observe(app);
     report();
+  }
+
+  // ----- theme toggle: auto → light → dark, a view parameter (theme=) like
+  // embed, remembered in this browser for the next page (first-paint.js)
+  const themeButton = document.getElementById("theme-toggle");
+  const theme = () => document.documentElement.dataset.theme || "auto";  // set by first-paint.js or a click
+  function showTheme() {
+    themeButton.textContent = "Theme: " + theme();
+  }
+  if (themeButton) {
+    showTheme();
+    themeButton.addEventListener("click", () => {
+      const next = {auto: "light", light: "dark", dark: "auto"}[theme()];
+      if (next === "auto") delete document.documentElement.dataset.theme;
+      else document.documentElement.dataset.theme = next;
+      if (next === "auto") delete view.theme;
+      else view.theme = next;
+      try {
+        localStorage.setItem("vllm-configurator:theme", next);
+      } catch (err) { /* storage off: the URL still says it */ }
+      const q = new URLSearchParams(location.search);  // the link's own query stays, even in a preview
+      if (next === "auto") q.delete("theme");
+      else q.set("theme", next);
+      const s = q.toString().replace(/%2C/g, ",");
+      history.replaceState(history.state, "", location.pathname + (s ? "?" + s : "") + location.hash);
+      showTheme();
+    });
+  }
+
+  // ----- the dock: on a narrow screen, the summary and the first command line
+  // stay in view while the commands are scrolled away (text copied from the
+  // rendered fragments: the dock has no markup of its own)
+  const dock = document.getElementById("dock");
+  const narrow = window.matchMedia("(max-width: 820px)");
+  let commandsInView = true;
+  function updateDock() {
+    if (!dock) return;
+    const summary = document.querySelector("#summary .summary-text");
+    document.getElementById("dock-summary").textContent = summary ? summary.textContent : "";
+    const code = document.querySelector('#commands .panel:not([hidden]) pre code') || document.querySelector("#commands pre code");
+    const lines = code ? code.textContent.split("\n").filter((l) => l && !l.startsWith("export ")) : [];
+    document.getElementById("dock-command").textContent = (lines[0] || "").replace(/\s*\\$/, "") + (lines.length > 1 ? " …" : "");
+    const show = narrow.matches && !commandsInView && !view.embed;
+    dock.hidden = !show;
+    document.body.classList.toggle("has-dock", narrow.matches && !view.embed);
+  }
+  if (dock && "IntersectionObserver" in window) {
+    new IntersectionObserver((entries) => {
+      commandsInView = entries[entries.length - 1].isIntersecting;
+      updateDock();
+    }).observe(document.getElementById("commands"));
+    narrow.addEventListener("change", updateDock);
+    document.getElementById("dock-jump").addEventListener("click", (ev) => {
+      ev.preventDefault();  // no #commands in the URL the page keeps
+      const tab = document.querySelector('#commands [role="tab"][aria-selected="true"]');
+      document.getElementById("commands").scrollIntoView({block: "start"});
+      if (tab) tab.focus({preventScroll: true});
+    });
+    updateDock();
   }
 
   // ----- preview while a link's plan is prepared ----------------------------
@@ -156,6 +224,7 @@
     }
     const again = tabId && document.getElementById(tabId);
     if (again) selectTab(again);
+    updateDock();
     if (refocus) {
       const el = document.querySelector(refocus);
       if (el) el.focus();
@@ -318,6 +387,7 @@
       t.tabIndex = on ? 0 : -1;
       document.getElementById(t.getAttribute("aria-controls")).hidden = !on;
     }
+    updateDock();
   }
 
   // ----- the composer in a Web Worker (Pyodide) ---------------------------

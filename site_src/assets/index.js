@@ -1,42 +1,88 @@
-// Index page filters: text, provider, task and verified hardware, kept in the URL
-// query (?q=&provider=&task=&hardware=) so a filtered list can be shared.
+// Index page: text search (names, provider, description, tags, hardware),
+// multi-select facets with live counts, and sort, kept in the URL query
+// (?q=&provider=a,b&task=&hardware=&precision=&sort=) so a filtered list can
+// be shared. Within a facet any chosen value matches (OR); across facets all
+// must (AND). A facet's counts are of the recipes the other filters leave.
 "use strict";
 (function () {
   const form = document.getElementById("filters");
-  const items = [...document.querySelectorAll("#recipes > li")];
-  if (!form) return;
+  const list = document.getElementById("recipes");
+  if (!form || !list) return;
+  const items = [...list.querySelectorAll(":scope > li")];
+  const original = items.slice();
   form.addEventListener("submit", (ev) => ev.preventDefault());
   const count = document.getElementById("count");
-  const fields = ["q", "provider", "task", "hardware"];
+  const facets = [...form.querySelectorAll("details.facet")].map((d) => d.dataset.facet);
+  const values = (li, facet) => (facet === "provider" ? [li.dataset.provider] : li.dataset[facet].split(" ").filter(Boolean));
+
+  function chosen(facet) {
+    return [...form.querySelectorAll(`input[name="${facet}"]:checked`)].map((i) => i.value);
+  }
+  function textOk(li, words) {
+    return words.every((w) => li.dataset.text.includes(w));
+  }
+  function facetOk(li, facet, want) {
+    return !want.length || values(li, facet).some((v) => want.includes(v));
+  }
+
+  function sortItems(how) {
+    const byName = (a, b) => a.dataset.title.localeCompare(b.dataset.title);
+    const size = (li) => (li.dataset.size === "" ? null : Number(li.dataset.size));
+    const cmp = {
+      "provider": (a, b) => a.dataset.provider.localeCompare(b.dataset.provider) || byName(a, b),
+      "size-desc": (a, b) => (size(b) ?? -1) - (size(a) ?? -1) || byName(a, b),
+      "size-asc": (a, b) => (size(a) ?? Infinity) - (size(b) ?? Infinity) || byName(a, b),
+    }[how];
+    const order = cmp ? original.slice().sort(cmp) : original;
+    list.append(...order);  // moves the existing nodes: nothing is re-rendered
+  }
 
   function apply() {
-    const q = form.q.value.trim().toLowerCase();
-    const provider = form.provider.value, task = form.task.value, hw = form.hardware.value;
+    const words = form.q.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+    const want = Object.fromEntries(facets.map((f) => [f, chosen(f)]));
     let shown = 0;
     for (const li of items) {
-      const ok = (!q || q.split(/\s+/).every((w) => li.dataset.text.includes(w))) &&
-        (!provider || li.dataset.provider === provider) &&
-        (!task || li.dataset.tasks.split(" ").includes(task)) &&
-        (!hw || li.dataset.hardware.split(" ").includes(hw));
+      const ok = textOk(li, words) && facets.every((f) => facetOk(li, f, want[f]));
       li.hidden = !ok;
       if (ok) shown++;
     }
-    count.textContent = `${shown} of ${items.length} recipes`;
+    // Counts: how many recipes each value would give with the other filters as they are.
+    for (const f of facets) {
+      const rest = items.filter((li) => textOk(li, words) && facets.every((g) => g === f || facetOk(li, g, want[g])));
+      for (const input of form.querySelectorAll(`input[name="${f}"]`)) {
+        const n = rest.filter((li) => values(li, f).includes(input.value)).length;
+        const label = input.closest("label");
+        label.querySelector("[data-count]").textContent = String(n);
+        label.classList.toggle("empty", n === 0 && !input.checked);
+      }
+      const d = form.querySelector(`details[data-facet="${f}"]`);
+      d.querySelector(".facet-chosen").textContent = want[f].length ? `(${want[f].length})` : "";
+    }
+    sortItems(form.sort.value);
+    count.textContent = shown === items.length ? `${items.length} recipes` : `${shown} of ${items.length} recipes`;
     document.getElementById("none").hidden = shown > 0;
     const params = new URLSearchParams();
-    for (const f of fields) if (form[f].value) params.set(f, form[f].value);
-    const qs = params.toString();
+    if (form.q.value.trim()) params.set("q", form.q.value.trim());
+    for (const f of facets) if (want[f].length) params.set(f, want[f].join(","));
+    if (form.sort.value) params.set("sort", form.sort.value);
+    const qs = params.toString().replace(/%2C/g, ",");
     history.replaceState(null, "", location.pathname + (qs ? "?" + qs : ""));
   }
 
+  // A shared link: unknown values are ignored, never an error.
   const start = new URLSearchParams(location.search);
-  for (const f of fields) {
-    const v = start.get(f);
-    if (v === null) continue;
-    const el = form[f];
-    if (el.tagName === "SELECT" && ![...el.options].some((o) => o.value === v)) continue;  // ignore unknown values
-    el.value = v.slice(0, 200);
+  if (start.get("q") !== null) form.q.value = start.get("q").slice(0, 200);
+  if ([...form.sort.options].some((o) => o.value === start.get("sort"))) form.sort.value = start.get("sort");
+  for (const f of facets) {
+    const want = (start.get(f) || "").split(",");
+    let any = false;
+    for (const input of form.querySelectorAll(`input[name="${f}"]`)) {
+      input.checked = want.includes(input.value);
+      any = any || input.checked;
+    }
+    if (any) form.querySelector(`details[data-facet="${f}"]`).open = true;
   }
   form.addEventListener("input", apply);
+  form.addEventListener("change", apply);
   apply();
 })();

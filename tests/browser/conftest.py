@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import build
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
@@ -32,7 +34,9 @@ def site_dir(tmp_path_factory) -> Path:
     return out
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+class _QuietHandler(build.StaticHostHandler):
+    """Serves the site as a static host does: an unknown path gets its 404.html."""
+
     def log_message(self, *args):  # keep test output readable
         pass
 
