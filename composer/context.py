@@ -180,6 +180,14 @@ class RecipeContext:
             for s in self.strategies)
 
     # ----- variants -------------------------------------------------------
+    @_memo
+    def variant_for(self, hw_id: str) -> str | None:
+        """The first variant (recipe order) that runs on ``hw_id`` and can be
+        held there (``hardware_block_reason`` and ``can_hold``), or None."""
+        runs = [v for v in self.recipe.variants if self.hardware_block_reason(hw_id, v) is None]
+        held = [v for v in runs if self.can_hold(hw_id, v)]
+        return (held or runs or [None])[0]
+
     def variant(self, variant_id: str) -> Variant:
         return self.recipe.variants.get(variant_id) or self.recipe.variants.get("default") or Variant()
 

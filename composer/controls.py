@@ -28,11 +28,18 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
     for h in ctx.listed_hardware:
         p = ctx.hw(h)
         reason = ctx.hardware_block_reason(h, sel.variant)
+        query = _hardware_query(ctx, sel, base, h)
+        # A GPU the selected checkpoint cannot use is still offered when another
+        # variant runs there: the click switches the variant (said in effects).
+        other = ctx.variant_for(h) if reason else None
+        if other is not None:
+            reason = None
+            query = query.with_values(variant=None if other == "default" else other, strategy=None, **pd_keys)
         opts["hardware"].append({
             "id": h, "label": p.display_name, "group": p.brand, "gpus": p.gpu_count,
             "gb_per_node": p.vram_gb, "gb_per_gpu": round(p.gb_per_gpu), "verified": ctx.is_verified(h),
             "description": p.description, "selected": h == sel.hardware, "disabled": reason is not None,
-            "reason": reason, "query": _hardware_query(ctx, sel, base, h).query(),
+            "reason": reason, "query": query.query(),
         })
     opts["variant"] = [{
         "id": v, "label": ctx.variant_label(v), "description": ctx.variant(v).description,
@@ -143,10 +150,20 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
             if m == default_mode(ctx, fid, sel.hardware, sel.variant):
                 del chosen[fid]
             reason = mode_block_reason(ctx, fid, m, sel.hardware, sel.variant)
+            query = base.with_values(fmode=format_fmode(chosen) or None)
+            # A mode another checkpoint offers here is offered too: the click
+            # switches the variant (the same rule as for hardware).
+            other = next((v for v in ctx.recipe.variants if v != sel.variant
+                          and ctx.hardware_block_reason(sel.hardware, v) is None
+                          and mode_block_reason(ctx, fid, m, sel.hardware, v) is None), None) if reason else None
+            if other is not None:
+                reason = None
+                query = base.with_values(fmode=format_fmode({**picked, fid: m}), hardware=sel.hardware,
+                                         variant=None if other == "default" else other, strategy=None, nodes=None, **pd_keys)
             items.append({
                 "id": m, "label": mode_label(ctx, fid, m), "description": spec.description,
                 "selected": m == sel.mode(fid), "disabled": reason is not None, "reason": reason,
-                "query": base.with_values(fmode=format_fmode(chosen) or None).query(),
+                "query": query.query(),
             })
         opts[f"fmode.{fid}"] = items
     opts["advanced"] = []
@@ -271,7 +288,8 @@ def _mark_defaults_and_effects(ctx: RecipeContext, sel: Selection, opts: dict) -
                 elif got.get(d):
                     value = next(iter(got[d]))
                     label = ctx.strategy_label(value) if d == "strategy" else (
-                        ctx.hw(value).display_name if d == "hardware" else value)
+                        ctx.hw(value).display_name if d == "hardware" else
+                        ctx.variant_label(value) if d == "variant" else value)
                     changes.append(f"{d.replace('_', ' ')} → {label}")
                 elif d != "nodes":
                     changes.append(f"{d.replace('_', ' ')} no longer applies")

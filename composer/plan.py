@@ -38,17 +38,54 @@ ROUTER_PORT = "30000"
 
 
 def source_label(ctx: RecipeContext, src: Source) -> str:
-    """A person's name for a value's source, e.g. "speculative decoding" or
-    "Advanced", "the hardware override (hardware_overrides.blackwell)"."""
+    """A person's name for where a value comes from, in words, never a recipe
+    key path (issue 12.10: key paths stay in Explain), e.g. "Speculative
+    decoding", "Advanced", "the recipe's settings for Hopper GPUs", "the FP8
+    checkpoint's settings for MI355X", "the recipe's P/D settings for the
+    decode pool"."""
     if src.layer == "features":
-        fid = src.key.split(".")[1]
-        return feature_label(ctx, fid)
-    if src.layer == "advanced":
-        return "Advanced"
+        return feature_label(ctx, src.key.split(".")[1])
     if src.layer in ("hardware", "strategy", "base", "variant"):
-        key = src.key.rsplit(".", 1)[0] if src.key.endswith("args") else src.key
-        return f"{LAYER_LABELS[src.layer]} ({key})"
+        return describe_key(ctx, src.key) or LAYER_LABELS[src.layer]
     return LAYER_LABELS.get(src.layer, src.layer)
+
+
+def hardware_key_label(ctx: RecipeContext, key: str) -> str:
+    """``hardware_overrides`` keys in words: a profile id → its name, a
+    generation or brand → "Hopper GPUs", ``default`` → "any GPU"."""
+    profiles = ctx.catalog.taxonomy.hardware_profiles
+    if key in profiles:
+        return profiles[key].display_name
+    if key == "default":
+        return "any GPU"
+    named = {"amd": "AMD", "nvidia": "NVIDIA", "intel": "Intel"}
+    return f"{named.get(key.lower(), key.replace('_', ' ').title())} GPUs"
+
+
+def describe_key(ctx: RecipeContext, key: str) -> str | None:
+    """A recipe key path (``Source.key``) as words, or None when it is not one
+    of the recipe's own blocks."""
+    parts = key.split(".")
+    head = parts[0]
+    role = next((f" for the {p} pool" if p in ("prefill", "decode") else " for the router"
+                 for p in parts[2:3] if p in ("prefill", "decode", "router")), "")
+    hw = ""
+    if "hardware_overrides" in parts:
+        i = parts.index("hardware_overrides")
+        if i + 1 < len(parts) and parts[i + 1] != "default":
+            hw = f"{' on' if role else ' for'} {hardware_key_label(ctx, parts[i + 1])}"
+    if head == "model":
+        return "the recipe's base arguments"
+    if head == "variants" and len(parts) > 1:
+        what = "settings" if hw else "arguments"
+        return f"the {ctx.variant_label(parts[1])} checkpoint's {what}{hw}"
+    if head == "hardware_overrides":
+        return f"the recipe's settings{hw}"
+    if head == "strategy_overrides" and len(parts) > 1:
+        return f"the recipe's {ctx.strategy_label(parts[1])} settings{role}{hw}"
+    if head == "strategies" and len(parts) > 1:
+        return f"the {ctx.strategy_label(parts[1])} strategy{role}{hw}"
+    return None
 
 
 def _provenance(argv_entries: list[Entry], env) -> tuple[tuple[FlagSource, ...], tuple[EnvSource, ...]]:

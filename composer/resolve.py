@@ -177,11 +177,19 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         n.add("warning", "invalid-variant", f"Variant {_short(variant)} is not in this recipe; the default variant is shown.")
         variant = "default" if "default" in r.variants else next(iter(r.variants))
 
-    # hardware
+    # hardware: a GPU asked for without a variant brings the checkpoint that
+    # runs there (issue 12.6: an NVFP4 default does not make MI355X unusable).
+    hw = req.get("hardware")
+    if hw in ctx.listed_hardware and req.get("variant") is None and ctx.hardware_block_reason(hw, variant):
+        runs = ctx.variant_for(hw)
+        if runs is not None:
+            n.add("info", "variant-switched", f"{ctx.hardware_block_reason(hw, variant)} The "
+                  f"{ctx.variant_label(runs)} checkpoint, which runs there, is shown.",
+                  subject="variant", old=variant, new=runs)
+            variant = runs
     default_hw, problem = ctx.default_hardware(variant)
     if problem:
         n.add("warning", "default-hardware", problem)
-    hw = req.get("hardware")
     if hw is not None:
         if hw not in ctx.listed_hardware:
             n.add("warning", "invalid-hardware", f"Hardware {_short(hw)} is not offered for this recipe; {ctx.hw(default_hw).display_name} is shown.")

@@ -68,9 +68,9 @@ def test_method_row_offers_every_mode_of_an_enabled_feature(glm):
 
 
 def test_mode_gated_by_variant_says_why(glm):
-    page = compose_page(glm, "variant=mxfp4&hardware=mi355x&features=spec_decoding")
-    dspark = next(o for o in page["options"]["fmode.spec_decoding"] if o["id"] == "dspark")
-    assert dspark["disabled"] and "MXFP4" in dspark["reason"]
+    from composer.modes import mode_block_reason
+
+    assert "MXFP4" in mode_block_reason(glm, "spec_decoding", "dspark", "mi355x", "mxfp4")
     # A switch to a variant without the chosen mode moves to a usable one, and says so.
     moved = compose(glm, "variant=mxfp4&hardware=mi355x&features=spec_decoding&fmode=spec_decoding:dspark")
     assert '"method":"mtp"' in spec_config(moved)
@@ -121,3 +121,18 @@ def test_every_corpus_mode_composes(catalog):
                         assert args[0] in argv, (rid, fid, mode, variant)
                     seen += 1
     assert seen >= 6
+
+
+def test_a_mode_another_checkpoint_offers_is_offered_with_the_variant_switch(glm):
+    # Issue 12.6, "the same rule for every dimension": DSpark is only for the
+    # default (FP8) checkpoint; on MXFP4 + MI355X... the FP8 checkpoint also runs
+    # on MI355X, so DSpark is offered and its click switches the variant.
+    page = compose_page(glm, "variant=mxfp4&hardware=mi355x&features=spec_decoding")
+    dspark = next(o for o in page["options"]["fmode.spec_decoding"] if o["id"] == "dspark")
+    if glm.hardware_block_reason("mi355x", "default") is None:
+        assert not dspark["disabled"] and "variant" in dspark["effects"]
+        after = compose(glm, dspark["query"])
+        assert after["selection"]["variant"] == "default" and after["selection"]["hardware"] == "mi355x"
+        assert '"method": "dspark"' in spec_config(after)
+    else:
+        assert dspark["disabled"]

@@ -210,7 +210,7 @@ def test_reset_while_loading_then_a_click_starts_from_the_default(page, server):
     page.wait_for_function("() => location.search.includes('text_only')")
     settle(page)
     q = page_state(page)["query"]
-    assert "spec_decoding" not in q and "hardware" not in q, q
+    assert "spec_decoding" not in q and "hardware=b300" in q, q  # from the default (pinned, v=2)
 
 
 def test_unusable_recipe_data_ends_the_preview_with_a_message(page, server):

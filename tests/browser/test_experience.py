@@ -37,7 +37,7 @@ def test_share_reset_and_changed_markers(page, server):
     page.click("#share")
     page.wait_for_function("() => document.getElementById('share-status').textContent.length > 0")
     url = page.evaluate("navigator.clipboard.readText()")
-    assert url.startswith(server) and "v=1" in url and "hardware=mi355x" in url
+    assert url.startswith(server) and "v=2" in url and "hardware=mi355x" in url
     state = page_state(page)
     other = page.context.new_page()
     other.goto(url)
