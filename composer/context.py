@@ -105,22 +105,24 @@ class RecipeContext:
     @_memo
     def hardware_block_reason(self, hw_id: str, variant_id: str) -> str | None:
         """Why ``hw_id`` cannot run the variant, or None (meta.hardware unsupported,
-        variant allowlist, precision constraint; semantics §2.2)."""
+        variant allowlist, precision constraint; semantics §2.2). The reason
+        does not name the GPU, so the page lists GPUs that share one reason on
+        one line; messages about one GPU prefix its name."""
         hw = self.hw(hw_id)
         if self.recipe.meta.hardware.get(hw_id) == "unsupported":
-            return f"The recipe marks {hw.display_name} as unsupported."
+            return "The recipe marks it unsupported."
         variant = self.variant(variant_id)
         if variant.supported_hardware and hw_id not in variant.supported_hardware:
-            return f"The {self.variant_label(variant_id)} checkpoint is not offered on {hw.display_name}."
+            return f"The {self.variant_label(variant_id)} checkpoint is not offered there."
         brand, gens = self.precision_constraint(variant_id)
         if brand or gens:
             if (brand and hw.brand != brand) or (gens and hw.gen not in gens):
                 need = " ".join(x for x in [brand, "/".join(gens)] if x)
-                return f"{variant.precision.upper()} weights need {need} GPUs; {hw.display_name} cannot run them."
+                return f"{variant.precision.upper()} weights need {need.replace('blackwell', 'Blackwell')} GPUs."
         if not hw.scalable:
             weights = self.weights_gb(variant_id)
             if weights and weights > hw.vram_gb:
-                return f"{hw.display_name} cannot be clustered and holds {hw.vram_gb:g} GB, less than the {weights:g} GB of weights."
+                return f"It cannot be clustered, and one holds less than the {weights:g} GB of weights."
         return None
 
     def is_verified(self, hw_id: str) -> bool:

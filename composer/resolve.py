@@ -183,7 +183,7 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
     if hw in ctx.listed_hardware and req.get("variant") is None and ctx.hardware_block_reason(hw, variant):
         runs = ctx.variant_for(hw)
         if runs is not None:
-            n.add("info", "variant-switched", f"{ctx.hardware_block_reason(hw, variant)} The "
+            n.add("info", "variant-switched", f"{ctx.hw(hw).display_name}: {ctx.hardware_block_reason(hw, variant)} The "
                   f"{ctx.variant_label(runs)} checkpoint, which runs there, is shown.",
                   subject="variant", old=variant, new=runs)
             variant = runs
@@ -197,7 +197,7 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         else:
             reason = ctx.hardware_block_reason(hw, variant)
             if reason:
-                n.add("warning", "hardware-unavailable", f"{reason} {ctx.hw(default_hw).display_name} is shown instead.")
+                n.add("warning", "hardware-unavailable", f"{ctx.hw(hw).display_name}: {reason} {ctx.hw(default_hw).display_name} is shown instead.")
                 hw = default_hw
     else:
         hw = default_hw
