@@ -133,6 +133,20 @@ class ClientChecks:
 
 
 @dataclass(frozen=True)
+class Manifests:
+    """The Kubernetes form of a plan (``composer.k8s``): ``yaml`` is the
+    multi-document YAML to ``kubectl apply`` (with ``# PARAMETER`` comments on
+    the values the cluster owner chooses), ``objects`` the same documents as
+    JSON data, ``file_name`` the download name ``<recipe>-<hardware>.yaml``;
+    ``reason`` says why there are none (then ``yaml`` is "")."""
+
+    file_name: str
+    yaml: str
+    objects: tuple = ()
+    reason: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class RecipeRef:
     id: str
     title: str
@@ -144,7 +158,8 @@ class Plan:
     """A composed plan. ``selection`` is the resolved choice (query parameter
     → value); ``commands`` is empty when ``status`` is ``error`` (then
     ``blocked_commands`` shows what would not work); ``url`` is the canonical
-    query with ``?`` ("" for the recipe default), ``query`` the same without."""
+    query with ``?`` ("" for the recipe default), ``query`` the same without;
+    ``kubernetes`` the plan's Kubernetes manifests (``Manifests``)."""
 
     recipe: RecipeRef
     selection: Mapping[str, Any]
@@ -161,6 +176,7 @@ class Plan:
     verification: str
     url: str
     query: str
+    kubernetes: Optional[Manifests] = None
 
 
 @dataclass(frozen=True)

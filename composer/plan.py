@@ -18,7 +18,7 @@ from composer.help import flag_help
 from composer.layers import CommandSpec, compose_layers
 from composer.layout import capacity
 from composer.notices import Notices
-from composer.outputs import CapacityCheck, Command, EnvSource, FlagSource, Plan, RecipeRef, Replaced, to_json
+from composer.outputs import CapacityCheck, Command, EnvSource, FlagSource, Manifests, Plan, RecipeRef, Replaced, to_json
 from composer.query import parse_query
 from composer.resolve import POOLS, Selection, feature_label, layout_for, pool_layout, resolve, util_in_force
 from composer.shell import command_text, env_text, recipe_command
@@ -430,14 +430,38 @@ def plan_and_selection(ctx: RecipeContext, query) -> tuple[Plan, Selection, obje
                               script=run.script(summary_text, c, text))
     canon = canonical_request(ctx, sel)
     status = "error" if notices.has_error() else "ok"
+    manifests = kubernetes(ctx, sel, commands, comps, caps, summary_text, status == "error")
     plan = Plan(
         recipe=RecipeRef(ctx.recipe_id, ctx.recipe.meta.title, ctx.model_id(sel.variant, sel.task)),
         selection=sel.to_dict(), summary=summary_text, install=run.install(ctx, sel, comps), companions=tuple(comps),
         client=run.client_checks(ctx, sel, commands), status=status,
         commands=tuple(commands) if status == "ok" else (), blocked_commands=tuple(commands) if status == "error" else (),
         notices=tuple(notices.items()), capacity=tuple(caps), **verification(ctx, sel),
-        url=("?" + canon.query()) if canon.values else "", query=canon.query())
+        url=("?" + canon.query()) if canon.values else "", query=canon.query(), kubernetes=manifests)
     return plan, sel, canon
+
+
+def kubernetes(ctx: RecipeContext, sel: Selection, commands: list[Command], comps, caps, summary_text: str,
+               blocked: bool) -> Manifests:
+    """The plan's Kubernetes manifests (``composer.k8s``), or a ``Manifests``
+    whose ``reason`` says why there are none (no container image is known for
+    the brand, or the plan cannot be expressed as one worker template)."""
+    from composer.k8s import K8sError, build
+
+    name = ctx.recipe_id.split("/")[-1] + "-" + sel.hardware + ".yaml"
+    image = run.docker_image(ctx, sel.hardware, sel.variant)
+    if image is None or not commands:
+        return Manifests(name, "", (), f"No vLLM container image is known for {ctx.hw(sel.hardware).brand} hardware.")
+    if sel.prefill:
+        layouts = {p: pool_layout(ctx, sel, p, sel.pool(p).mode, sel.pool(p).nodes) for p in POOLS}
+    else:
+        layouts = {None: layout_for(ctx, sel, sel.nodes)}
+    weights = max((c.weights_gb for c in caps if c.weights_gb), default=None)
+    try:
+        return build(ctx, sel, commands, comps, image, run.brand_key(ctx, sel.hardware), layouts, weights,
+                     summary_text, blocked)
+    except K8sError as exc:
+        return Manifests(name, "", (), f"These commands cannot run as Kubernetes manifests: {exc}.")
 
 
 __all__ = ["build_plan", "ArgvError"]
