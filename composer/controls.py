@@ -172,6 +172,12 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
          "selected": sel.install == "docker", "disabled": image is None,
          "reason": None if image else f"No vLLM container image is known for {hwp.brand} hardware.",
          "query": base.with_values(install="docker").query()},
+        {"id": "k8s", "label": "Kubernetes",
+         "description": (f"Kubernetes manifests running the {image} container: a Deployment for one node, a LeaderWorkerSet "
+                         "across nodes, a DisaggregatedSet for P/D.") if image else "",
+         "selected": sel.install == "k8s", "disabled": image is None,
+         "reason": None if image else f"No vLLM container image is known for {hwp.brand} hardware.",
+         "query": base.with_values(install="k8s").query()},
     ]
     for items in opts.values():
         for item in items:

@@ -17,7 +17,7 @@ GROUPS = {
     "kv_offload": ("KV offload", "Where KV cache may spill: host DRAM or an external store. It moves KV cache, never weights, so it cannot make a model fit."),
     "instances": ("Instances", "vLLM instances sharing the KV store, each a full copy of the deployment above; a cache-aware router sends a prompt to the instance that holds its prefix."),
     "task": ("Task", "What the vLLM-Omni server is set up to generate: each task may use its own checkpoint and arguments."),
-    "install": ("Run with", "Show the commands for a pip install on the host, or wrapped in the vLLM container (host networking for multi-node)."),
+    "install": ("Run with", "Show the commands for a pip install on the host, wrapped in the vLLM container (host networking for multi-node), or as Kubernetes manifests."),
 }
 
 def flag_help(name: str) -> str:

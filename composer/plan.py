@@ -395,22 +395,26 @@ def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[dict], n
                     f"{label} KV offload uses {total:g} GiB of host memory in total across workers. It moves KV cache, never weights.")
 
 
-def build_plan(ctx: RecipeContext, query) -> dict:
+def build_plan(ctx: RecipeContext, query, kubernetes: bool = True) -> dict:
     """The plan for ``query`` (string, mapping or None) as JSON data: the
     ``composer.outputs.Plan`` contract (``to_json``).
 
     Keys: ``recipe``, ``selection``, ``commands`` (``role``, ``node_rank``, ``argv``,
     ``env``, ``text`` …), ``notices``, ``url`` (canonical query, "" for the
-    default), ``capacity``, ``verified``, ``status`` (``ok``/``error``) and
-    ``summary``. Never raises for any query; a broken recipe raises
+    default), ``capacity``, ``verified``, ``status`` (``ok``/``error``),
+    ``summary`` and ``kubernetes`` (the manifests, ``composer.k8s``; None when
+    ``kubernetes`` is False). Never raises for any query; a broken recipe raises
     ``ArgvError`` (caught by validation at build time).
     """
-    return to_json(plan_and_selection(ctx, query)[0])
+    return to_json(plan_and_selection(ctx, query, kubernetes=kubernetes)[0])
 
 
-def plan_and_selection(ctx: RecipeContext, query) -> tuple[Plan, Selection, object]:
+def plan_and_selection(ctx: RecipeContext, query, kubernetes: bool | None = None) -> tuple[Plan, Selection, object]:
     """``(Plan, Selection, canonical Request)`` for ``query``: the page builds
-    its controls from the last two without resolving the query again."""
+    its controls from the last two without resolving the query again.
+    ``kubernetes``: True adds the manifests to the plan (CLI, JSON API);
+    None adds them only when the selection shows them (``install=k8s``), so a
+    click on the page does not write YAML nobody sees."""
     req = parse_query(query)
     sel, notices = resolve(ctx, req)
     commands, caps = build_commands(ctx, sel, notices)
@@ -430,7 +434,9 @@ def plan_and_selection(ctx: RecipeContext, query) -> tuple[Plan, Selection, obje
                               script=run.script(summary_text, c, text))
     canon = canonical_request(ctx, sel)
     status = "error" if notices.has_error() else "ok"
-    manifests = kubernetes(ctx, sel, commands, comps, caps, summary_text, status == "error")
+    manifests = None
+    if kubernetes or (kubernetes is None and sel.install == "k8s"):
+        manifests = k8s_manifests(ctx, sel, commands, comps, caps, summary_text, status == "error")
     plan = Plan(
         recipe=RecipeRef(ctx.recipe_id, ctx.recipe.meta.title, ctx.model_id(sel.variant, sel.task)),
         selection=sel.to_dict(), summary=summary_text, install=run.install(ctx, sel, comps), companions=tuple(comps),
@@ -441,8 +447,8 @@ def plan_and_selection(ctx: RecipeContext, query) -> tuple[Plan, Selection, obje
     return plan, sel, canon
 
 
-def kubernetes(ctx: RecipeContext, sel: Selection, commands: list[Command], comps, caps, summary_text: str,
-               blocked: bool) -> Manifests:
+def k8s_manifests(ctx: RecipeContext, sel: Selection, commands: list[Command], comps, caps, summary_text: str,
+                  blocked: bool) -> Manifests:
     """The plan's Kubernetes manifests (``composer.k8s``), or a ``Manifests``
     whose ``reason`` says why there are none (no container image is known for
     the brand, or the plan cannot be expressed as one worker template)."""

@@ -4,7 +4,7 @@ Parameter names and value ids follow the public recipes site (§12 of
 upstream-recipe-semantics.md) so shared links keep working: ``hardware``,
 ``variant``, ``nodes``, ``strategy``, ``features``, ``advanced``, ``kv_offload``,
 ``prefill_nodes``, ``decode_nodes``, ``prefill_mode``, ``decode_mode``; plus ours:
-``install`` (``pip`` or ``docker``: how the commands are shown), ``instances``
+``install`` (``pip``, ``docker`` or ``k8s``: how the commands are shown), ``instances``
 (vLLM instances behind a KV store's router) and ``v``.
 
 A request holds only what the query *asked for*; nothing here checks the values

@@ -44,6 +44,7 @@ CORE = {"Deployment", "Service", "PersistentVolumeClaim", "ConfigMap"}
 GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu", "google.com/tpu")
 PARAM_VALUES = {"IFACE_NAME": "eth0"}
 
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: the same YAML, 20× faster
 needs_crds = pytest.mark.skipif(not CRDS.exists(), reason="../shared/k8s not present")
 
 
@@ -112,6 +113,11 @@ def _fake_bin(tmp: Path) -> Path:
 
 @functools.lru_cache(maxsize=4096)
 def run_wrapper(script: str, args: tuple[str, ...], worker_index: str) -> tuple[str, ...]:
+    global FAKE_BIN
+    if FAKE_BIN is None:  # imported by another test module
+        import tempfile
+
+        FAKE_BIN = _fake_bin(Path(tempfile.mkdtemp(prefix="k8s-bin-")))
     out = subprocess.run(["/bin/sh", "-c", script, *args], env={"PATH": str(FAKE_BIN), "LWS_WORKER_INDEX": worker_index},
                          capture_output=True, check=True).stdout.decode()
     return tuple(out.split("\0")[:-1])
@@ -142,7 +148,7 @@ def _strict(schema):
 @functools.lru_cache(maxsize=None)
 def crd_validator(kind: str):
     for path in CRDS.glob("*.yaml"):
-        crd = yaml.safe_load(path.read_text())
+        crd = yaml.load(path.read_text(), Loader=LOADER)
         if crd["spec"]["names"]["kind"] == kind:
             (version,) = [v for v in crd["spec"]["versions"] if v.get("served")]
             schema = _strict(copy.deepcopy(version["schema"]["openAPIV3Schema"]))
@@ -231,7 +237,7 @@ def check_manifests(plan: dict) -> None:
     k8s = plan["kubernetes"]
     cmds = plan["commands"] or plan["blocked_commands"]
     assert k8s["yaml"], k8s["reason"]
-    docs = [d for d in yaml.safe_load_all(k8s["yaml"]) if d is not None]
+    docs = [d for d in yaml.load_all(k8s["yaml"], Loader=LOADER) if d is not None]
     assert docs == k8s["objects"]
     assert not validate_objects(docs), validate_objects(docs)
     assert k8s["file_name"] == f"{plan['recipe']['id'].split('/')[-1]}-{plan['selection']['hardware']}.yaml"
@@ -355,6 +361,18 @@ def fake_bin(tmp_path_factory):
     FAKE_BIN = _fake_bin(tmp_path_factory.mktemp("bin"))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def schemas_read_once():
+    """kubernetes-validate reads and parses its JSON schemas on every call
+    (25 ms); the schemas never change during a run, so read each once."""
+    from kubernetes_validate import utils
+
+    original = utils.schema_contents
+    utils.schema_contents = functools.lru_cache(maxsize=None)(original)
+    yield
+    utils.schema_contents = original
+
+
 @needs_crds
 @pytest.mark.parametrize("rid", [rid for rid, _ in our_plans()])
 def test_every_plan_of_our_recipes_has_valid_faithful_manifests(rid):
@@ -401,6 +419,12 @@ def test_mooncake_store_on_a_corpus_recipe_runs_master_store_and_config():
     master = next(o["metadata"]["name"] for o in objs if o["kind"] == "Service" and "master" in o["metadata"]["name"])
     assert all(f'"{master}:' in text for text in cm["data"].values())
     assert not any("$" in text for text in cm["data"].values())
+
+
+@pytest.fixture
+def plan(k3):
+    """``plan(query)``: the Kimi K3 plan with its manifests (``compose``)."""
+    return lambda query="": compose(k3, query)
 
 
 def test_tp_across_nodes_is_one_leaderworkerset_whose_pods_get_address_and_rank_from_lws(plan):
@@ -479,3 +503,16 @@ def test_cli_format_k8s_prints_the_plans_manifests(k3, capsys):
     out = capsys.readouterr().out
     assert out == compose(k3, q)["kubernetes"]["yaml"]
     assert [d["kind"] for d in yaml.safe_load_all(out)] == ["PersistentVolumeClaim", "LeaderWorkerSet", "Service"]
+
+
+def test_page_shows_manifests_only_when_run_with_kubernetes(k3):
+    from composer import render
+
+    render.install_templates({"_macros.html": (ROOT / "site_src" / "_macros.html").read_text()})
+    shown = compose_page(k3, "hardware=h200&strategy=multi_node_tp&install=k8s")
+    assert shown["kubernetes"]["yaml"] == compose(k3, "hardware=h200&strategy=multi_node_tp")["kubernetes"]["yaml"]
+    html = render._renderer().fragments(shown, ("commands",))["commands"]
+    assert 'id="tab-k8s"' in html and f'data-name="{shown["kubernetes"]["file_name"]}"' in html
+    assert compose_page(k3, "hardware=h200&strategy=multi_node_tp")["kubernetes"] is None  # not written on every click
+    option = next(o for o in shown["options"]["install"] if o["id"] == "k8s")
+    assert option["selected"] and not option["disabled"]
