@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from composer import k8s  # imported here, not lazily: the browser's memory snapshot holds only imported modules
 from composer import run_forms as run
 from composer import vllm_cli
 from composer.argv import ArgvError, Entry, Source, flag_value
@@ -452,8 +453,6 @@ def k8s_manifests(ctx: RecipeContext, sel: Selection, commands: list[Command], c
     """The plan's Kubernetes manifests (``composer.k8s``), or a ``Manifests``
     whose ``reason`` says why there are none (no container image is known for
     the brand, or the plan cannot be expressed as one worker template)."""
-    from composer.k8s import K8sError, build
-
     name = ctx.recipe_id.split("/")[-1] + "-" + sel.hardware + ".yaml"
     image = run.docker_image(ctx, sel.hardware, sel.variant)
     if image is None or not commands:
@@ -464,9 +463,9 @@ def k8s_manifests(ctx: RecipeContext, sel: Selection, commands: list[Command], c
         layouts = {None: layout_for(ctx, sel, sel.nodes)}
     weights = max((c.weights_gb for c in caps if c.weights_gb), default=None)
     try:
-        return build(ctx, sel, commands, comps, image, run.brand_key(ctx, sel.hardware), layouts, weights,
+        return k8s.build(ctx, sel, commands, comps, image, run.brand_key(ctx, sel.hardware), layouts, weights,
                      summary_text, blocked)
-    except K8sError as exc:
+    except k8s.K8sError as exc:
         return Manifests(name, "", (), f"These commands cannot run as Kubernetes manifests: {exc}.")
 
 

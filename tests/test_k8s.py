@@ -339,15 +339,16 @@ def selection_space(ctx):
     choice of nodes, pool modes and sizes, KV offload and instances from each
     of those, and every feature on."""
     seen = set()
-    for variant in ctx.recipe.variants:
+    for n, variant in enumerate(ctx.recipe.variants):
         for hw in ctx.listed_hardware:
             if ctx.hardware_block_reason(hw, variant):
                 continue
             for sid in ctx.strategies:
                 page = compose_page(ctx, {"hardware": hw, "strategy": sid, "variant": variant})
                 queries = [page["query"]]
+                # Features change flags, not the shape: toggled for the first variant only.
                 for dim in ("nodes", "prefill_mode", "prefill_nodes", "decode_mode", "decode_nodes", "kv_offload",
-                            "instances", "features"):
+                            "instances") + (("features",) if n == 0 else ()):
                     queries += [o["query"] for o in page["options"].get(dim, ()) if not o["disabled"] and not o["selected"]]
                 for q in queries:
                     if q not in seen:
@@ -377,12 +378,13 @@ def schemas_read_once():
 @pytest.mark.parametrize("rid", [rid for rid, _ in our_plans()])
 def test_every_plan_of_our_recipes_has_valid_faithful_manifests(rid):
     ctx = dict(our_plans())[rid]
-    count = 0
+    checked = set()
     for q in selection_space(ctx):
         plan = compose(ctx, q)
-        check_manifests(plan)
-        count += 1
-    assert count > 20
+        if plan["url"] not in checked:  # a query the resolver moved to a plan already checked
+            checked.add(plan["url"])
+            check_manifests(plan)
+    assert len(checked) > 20
 
 
 @needs_crds
