@@ -347,9 +347,8 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
     fixed_env: dict[str, str] = {}
     extra_volumes: list[dict] = []
     extra_mounts: list[dict] = []
-    master_host = None
     if mooncake:
-        master_host = _mooncake(form, ctx, store, image, brand, fixed_env, extra_volumes, extra_mounts)
+        _mooncake(form, store, image, brand, fixed_env, extra_volumes, extra_mounts)
     sidecars = [c for c in companions if not c.label.startswith("Mooncake")]
 
     cache_gi = max(10, math.ceil((weights_gb or 80) * 1e9 / 2 ** 30 * 1.25))
@@ -364,13 +363,17 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
 
     def sidecar_containers(notes: dict, path: tuple, start: int) -> list[dict]:
         out = []
+        names = {"vllm"}
         for j, comp in enumerate(sidecars):
             sub = _Sub({}, form, [])
             argv = [sub(t) for t in _argv_of(comp.command)]
             if not argv:
                 continue
             script = _wrapper([i for i in [_install_line(comp.install)] if i], {})
-            c: dict[str, Any] = {"name": _slug(comp.label, 40) or f"companion-{j}", "image": image}
+            cname = _slug(comp.label, 40)
+            cname = cname if cname not in names else f"{cname[:30]}-{j}"  # container names are unique in a pod
+            names.add(cname)
+            c: dict[str, Any] = {"name": cname, "image": image}
             if script:
                 c.update({"command": ["/bin/sh", "-c", script], "args": argv})
             else:
@@ -409,7 +412,7 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
     if sel.prefill:
         header.append("Needs: the LeaderWorkerSet controller (v0.9.0 or later, which bundles DisaggregatedSet) "
                       "and the GPU device plugin.")
-        _pd(form, ctx, sel, serving, router, layouts, pod_template, nest, image)
+        _pd(form, serving, router, layouts, pod_template, nest, image)
     else:
         nodes = sel.nodes
         instances = max(1, len(serving) // max(1, nodes))
@@ -422,7 +425,7 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
             header.append("Needs: the LeaderWorkerSet controller (leaderworkerset.x-k8s.io/v1) and the GPU device plugin.")
             _lws(form, groups, pod_template, nest, lay)
         if router is not None:
-            _router(form, router, image, {}, instances, nodes)
+            _router(form, router, image, {})
     return Manifests(file_name=file_name, yaml=dump_all(form.docs, header), objects=tuple(d for d, _ in form.docs))
 
 
@@ -513,7 +516,7 @@ def _lws(form: _Form, groups: list[list[Command]], pod_template, nest, lay) -> N
              "The API: the leader pods" + (" and every worker (each serves the API)" if every else "") + ".")
 
 
-def _router(form: _Form, router: Command, image: str, endpoints: dict[str, str], instances: int, nodes: int) -> None:
+def _router(form: _Form, router: Command, image: str, endpoints: dict[str, str]) -> None:
     """The router ``Deployment`` and ``Service``: the plan's argv with each
     endpoint URL replaced by its in-cluster address (``endpoints``: pool →
     Service URL for P/D; per-instance pod DNS names for a KV store)."""
@@ -566,10 +569,13 @@ def _instance_url(form: _Form, tok: str) -> str:
     return re.sub(r"\$INSTANCE_(\d+)_(?:NODE_(\d+)_IP|HEAD_IP|IP)\b", one, escape(tok))
 
 
-def _pd(form: _Form, ctx, sel, serving, router, layouts, pod_template, nest, image) -> None:
+def _pd(form: _Form, serving, router, layouts, pod_template, nest, image) -> None:
+    """The ``DisaggregatedSet`` (one role per pool, one group each), a Service
+    per role on the pods that serve its API, and the router pointing at them."""
     notes: dict = {}
     roles = []
     endpoints = {}
+    services = []
     for k, pool in enumerate(("prefill", "decode")):
         group = [c for c in serving if c.pool == pool]
         lay = layouts[pool]
@@ -584,9 +590,7 @@ def _pd(form: _Form, ctx, sel, serving, router, layouts, pod_template, nest, ima
         port = _port(group[0])
         svc = f"{form.base}-{pool}"
         endpoints[pool] = f"http://{svc}:{port}"
-        _pending = (svc, pool, selector, port, every)
-        roles[-1]["_svc"] = _pending
-    services = [r.pop("_svc") for r in roles]
+        services.append((svc, pool, selector, port, every))
     ds = {"apiVersion": "disaggregatedset.x-k8s.io/v1", "kind": "DisaggregatedSet",
           "metadata": form.meta(form.base, "pd", notes), "spec": {"roles": roles}}
     form.add(ds, notes)
@@ -594,13 +598,14 @@ def _pd(form: _Form, ctx, sel, serving, router, layouts, pod_template, nest, ima
         _service(form, svc, pool, selector, port,
                  f"The {pool} role's API (" + ("every pod serves it" if every else "its leader pod") + "): the router's --" + pool + " endpoint.")
     if router is not None:
-        _router(form, router, image, endpoints, 1, 1)
+        _router(form, router, image, endpoints)
 
 
-def _mooncake(form: _Form, ctx, store, image, brand, fixed_env: dict, volumes: list, mounts: list) -> Optional[str]:
+def _mooncake(form: _Form, store, image, brand, fixed_env: dict, volumes: list, mounts: list) -> None:
     """Mooncake's master (``Deployment`` + ``Service``), its standalone store
-    and the config files (``ConfigMap``) vLLM and the store read. Returns the
-    master's host name, or None when the store data names no master."""
+    and the config files (``ConfigMap``, mounted into ``volumes``/``mounts``
+    of the vLLM pods) that vLLM and the store read; ``$MOONCAKE_MASTER_IP`` in
+    them is the master's Service."""
     inst = (store.vllm or {}).get("install") or {}
     line = _install_line(str(inst.get(brand) if isinstance(inst, dict) else inst) if inst else None)
     master = store.mooncake_master or {}
@@ -643,7 +648,6 @@ def _mooncake(form: _Form, ctx, store, image, brand, fixed_env: dict, volumes: l
         _companion_deployment(form, f"{form.base}-mooncake-store", "mooncake-store", argv, image, line, None,
                               f"Mooncake store: {comment(store_cfg.get('description', ''))}",
                               mount=bool(files))
-    return host
 
 
 def _companion_deployment(form: _Form, name: str, component: str, argv: list[str], image: str, install: Optional[str],

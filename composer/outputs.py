@@ -159,7 +159,8 @@ class Plan:
     → value); ``commands`` is empty when ``status`` is ``error`` (then
     ``blocked_commands`` shows what would not work); ``url`` is the canonical
     query with ``?`` ("" for the recipe default), ``query`` the same without;
-    ``kubernetes`` the plan's Kubernetes manifests (``Manifests``)."""
+    ``kubernetes`` the plan's Kubernetes manifests (``Manifests``; None where
+    they were not asked for: the page writes them only for ``install=k8s``)."""
 
     recipe: RecipeRef
     selection: Mapping[str, Any]

@@ -17,9 +17,6 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
-import os
-import re
-import shutil
 import stat
 import subprocess
 from pathlib import Path
