@@ -131,7 +131,9 @@ def _wrapper(installs: list[str], times: dict[int, int]) -> Optional[str]:
     """The fixed ``/bin/sh -c`` script for a container that must install a
     package first or compute a rank multiple: it runs the installs, multiplies
     positional argument ``p`` by ``times[p]`` (Kubernetes has put the worker
-    index there) and ``exec``s ``$0 "$@"``, the argv itself."""
+    index there) and ``exec``s ``$0 "$@"``, the argv itself. Callers put it
+    in ``command`` through ``escape`` (its ``$((`` must not be read as a
+    Kubernetes ``$(VAR)`` reference)."""
     if not installs and not times:
         return None
     lines = ["set -e"] + installs
@@ -179,7 +181,7 @@ def _vllm_container(form: _Form, name: str, image: str, cmd: Command, sub_args: 
     script = _wrapper(installs, times)
     c: dict[str, Any] = {"name": name, "image": image}
     if script:
-        c["command"] = ["/bin/sh", "-c", script]
+        c["command"] = ["/bin/sh", "-c", escape(script)]
         c["args"] = sub_args
         notes[path + ("command",)] = ["A fixed wrapper: " + ("installs the connector package, " if installs else "")
                                      + ("computes the rank-derived argument from the worker index, " if times else "")
@@ -375,7 +377,7 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
             names.add(cname)
             c: dict[str, Any] = {"name": cname, "image": image}
             if script:
-                c.update({"command": ["/bin/sh", "-c", script], "args": argv})
+                c.update({"command": ["/bin/sh", "-c", escape(script)], "args": argv})
             else:
                 c.update({"command": argv[:1], "args": argv[1:]})
             if sub.unknown:
@@ -540,7 +542,7 @@ def _router(form: _Form, router: Command, image: str, endpoints: dict[str, str])
     notes: dict = {}
     c: dict[str, Any] = {"name": "router", "image": image}
     if script:
-        c.update({"command": ["/bin/sh", "-c", script], "args": argv})
+        c.update({"command": ["/bin/sh", "-c", escape(script)], "args": argv})
         notes[("spec", "template", "spec", "containers", 0, "command")] = [
             "Installs vllm-router at start, then execs the args below; bake it into an image to start faster."]
     else:
@@ -657,7 +659,7 @@ def _companion_deployment(form: _Form, name: str, component: str, argv: list[str
     args = [sub(t) for t in argv]
     script = _wrapper([install] if install else [], {})
     c: dict[str, Any] = {"name": component, "image": image}
-    c.update({"command": ["/bin/sh", "-c", script], "args": args} if script else {"command": args[:1], "args": args[1:]})
+    c.update({"command": ["/bin/sh", "-c", escape(script)], "args": args} if script else {"command": args[:1], "args": args[1:]})
     if sub.unknown:
         c["env"] = [{"name": n, "value": ""} for n in sub.unknown]
     if port:
