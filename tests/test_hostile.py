@@ -168,7 +168,7 @@ def test_hostile_text_in_any_field_stays_data(tmp_path_factory, text, where):
         except ValueError:
             return  # e.g. a companion command that is not shell words: refused
         if plan["kubernetes"]["yaml"]:  # the manifests hold the text as data and still run the plan's argv
-            from test_k8s import check_manifests
+            from tests.test_k8s import check_manifests
 
             check_manifests(plan)
         for c in plan["commands"] or plan["blocked_commands"]:
