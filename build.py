@@ -239,7 +239,7 @@ def recipe_api(ctx, recipe: Recipe, plan: dict) -> dict:
         if ctx.hardware_block_reason(hw, variant):
             continue
         same = plan["selection"]["hardware"] == hw
-        by_hw[hw] = api_plan(plan if same else compose(ctx, {"hardware": hw}))
+        by_hw[hw] = api_plan(plan if same else compose(ctx, {"hardware": hw}, kubernetes=False))
     return {"id": ctx.recipe_id, "recipe": dump(recipe),
             "default_plan": api_plan(plan), "by_hardware": by_hw}
 

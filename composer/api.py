@@ -30,10 +30,11 @@ def make_context(recipe_id: str, recipe: Recipe | dict, catalog: Catalog | dict)
     return RecipeContext(recipe_id, recipe, catalog)
 
 
-def compose(ctx: RecipeContext, query: str | dict | None = None) -> dict:
+def compose(ctx: RecipeContext, query: str | dict | None = None, kubernetes: bool = True) -> dict:
     """The plan dict for ``query`` (see ``composer.plan.build_plan``): what the
-    CLI prints and the JSON API serves. Never raises for any query."""
-    return build_plan(ctx, query)
+    CLI prints and the JSON API serves, with the Kubernetes manifests unless
+    ``kubernetes`` is False. Never raises for any query."""
+    return build_plan(ctx, query, kubernetes)
 
 
 def compose_page(ctx: RecipeContext, query: str | dict | None = None) -> dict:

@@ -1,11 +1,13 @@
-"""``python -m composer RECIPE_ID [--query QUERY] [--json] [--explain] [--recipes DIR]``
+"""``python -m composer RECIPE_ID [--query QUERY] [--format text|json|k8s] [--json] [--explain] [--recipes DIR]``
 and ``python -m composer check [DIR] [--strict]``.
 
 Thin layers over library calls: ``composer.checks`` (the very checks the build
 runs) then ``composer.api.compose``. Exit status 0 for a plan without errors,
 1 for a plan whose notices hold an error (e.g. the weights do not fit), 2 for
 bad input (unknown recipe, unreadable or invalid recipe files: the same
-problems, with file and key path, that make the build refuse the recipe).
+problems, with file and key path, that make the build refuse the recipe) and,
+with ``--format k8s``, for a plan that has no Kubernetes form (the reason goes
+to stderr).
 ``check`` prints every problem of every recipe and exits 2 if any is an error.
 """
 
@@ -79,7 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m composer", description="Compose vLLM launch commands from a recipe.")
     ap.add_argument("recipe_id", help="recipe id, e.g. moonshotai/Kimi-K3")
     ap.add_argument("--query", default="", help="page query, e.g. 'hardware=h200&nodes=2&strategy=multi_node_tp'")
-    ap.add_argument("--json", action="store_true", help="print the whole plan as one JSON object")
+    ap.add_argument("--format", choices=("text", "json", "k8s"), default=None,
+                    help="text (default): commands; json: the whole plan as one JSON object; "
+                         "k8s: the plan's Kubernetes manifests as multi-document YAML")
+    ap.add_argument("--json", action="store_true", help="the same as --format json")
     ap.add_argument("--explain", action="store_true", help="show which layer set every flag and env var")
     ap.add_argument("--recipes", type=Path, default=DEFAULT_RECIPES, help="recipes directory (default: recipes/)")
     args = ap.parse_args(argv)
@@ -101,7 +106,14 @@ def main(argv: list[str] | None = None) -> int:
     except ArgvError as exc:
         print(f"error: models/{args.recipe_id}.yaml: {exc} (run `python build.py --recipes {args.recipes}` for every check)", file=sys.stderr)
         return 2
-    if args.json:
+    fmt = args.format or ("json" if args.json else "text")
+    if fmt == "k8s":
+        k8s = plan["kubernetes"]
+        if not k8s["yaml"]:
+            print(f"error: {k8s['reason']}", file=sys.stderr)
+            return 2
+        sys.stdout.write(k8s["yaml"])
+    elif fmt == "json":
         plan = {k: v for k, v in plan.items() if k != "options"}
         print(json.dumps(plan, indent=2))
     else:

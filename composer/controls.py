@@ -208,6 +208,12 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
          "selected": sel.install == "docker", "disabled": image is None,
          "reason": None if image else run.docker_reason(ctx, sel.hardware, sel.variant, sel.kv_offload),
          "query": base.with_values(install="docker").query()},
+        {"id": "k8s", "label": "Kubernetes",
+         "description": (f"Kubernetes manifests running the {image} container: a Deployment for one node, a LeaderWorkerSet "
+                         "across nodes, a DisaggregatedSet for P/D.") if image else "",
+         "selected": sel.install == "k8s", "disabled": image is None,
+         "reason": None if image else f"No vLLM container image is known for {hwp.brand} hardware.",
+         "query": base.with_values(install="k8s").query()},
     ]
     cuda = _cuda_options(ctx, sel, base)
     if cuda:

@@ -18,7 +18,7 @@ GROUPS = {
     "instances": ("Instances", "vLLM instances sharing the KV store, each a full copy of the deployment above; a cache-aware router sends a prompt to the instance that holds its prefix."),
     "task": ("Task", "What the vLLM-Omni server is set up to generate: each task may use its own checkpoint and arguments."),
     "cuda": ("CUDA version", "Which CUDA build of the container image to run: pick the one your driver supports (CUDA 13 needs a newer driver than CUDA 12.9)."),
-    "install": ("Run with", "Show the commands for a pip install on the host, or wrapped in the vLLM container (host networking for multi-node)."),
+    "install": ("Run with", "Show the commands for a pip install on the host, wrapped in the vLLM container (host networking for multi-node), or as Kubernetes manifests."),
 }
 
 def flag_help(name: str) -> str:

@@ -162,6 +162,20 @@ class Checkpoint:
 
 
 @dataclass(frozen=True)
+class Manifests:
+    """The Kubernetes form of a plan (``composer.k8s``): ``yaml`` is the
+    multi-document YAML to ``kubectl apply`` (with ``# PARAMETER`` comments on
+    the values the cluster owner chooses), ``objects`` the same documents as
+    JSON data, ``file_name`` the download name ``<recipe>-<hardware>.yaml``;
+    ``reason`` says why there are none (then ``yaml`` is "")."""
+
+    file_name: str
+    yaml: str
+    objects: tuple = ()
+    reason: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class RecipeRef:
     id: str
     title: str
@@ -175,7 +189,9 @@ class Plan:
     ``blocked_commands`` shows what would not work); ``url`` is the query the
     address bar shows, with ``?`` ("" for the recipe default; otherwise every
     dimension pinned, ``composer.canonical.pinned_request``), ``query`` the same
-    without ``?``; ``share_url`` is the pinned query even for the default."""
+    without ``?``; ``share_url`` is the pinned query even for the default.
+    ``kubernetes`` the plan's Kubernetes manifests (``Manifests``; None where
+    they were not asked for: the page writes them only for ``install=k8s``)."""
 
     recipe: RecipeRef
     selection: Mapping[str, Any]
@@ -194,6 +210,7 @@ class Plan:
     query: str
     share_url: str = ""
     checkpoint: Optional[Checkpoint] = None
+    kubernetes: Optional[Manifests] = None
 
 
 @dataclass(frozen=True)

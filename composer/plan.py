@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from composer import k8s  # imported here, not lazily: the browser's memory snapshot holds only imported modules
 from composer import run_forms as run
 from composer import vllm_cli
 from composer.argv import ArgvError, Entry, Source, flag_value
@@ -18,7 +19,7 @@ from composer.help import flag_help
 from composer.layers import CommandSpec, compose_layers
 from composer.layout import capacity
 from composer.notices import Notices
-from composer.outputs import CapacityCheck, Checkpoint, Command, EnvSource, FlagSource, Plan, RecipeRef, Replaced, to_json
+from composer.outputs import CapacityCheck, Checkpoint, Command, EnvSource, FlagSource, Manifests, Plan, RecipeRef, Replaced, to_json
 from composer.query import parse_query
 from composer.resolve import POOLS, Selection, feature_label, layout_for, pool_layout, resolve, util_in_force
 from composer.shell import command_text, env_text, recipe_command
@@ -443,22 +444,26 @@ def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[dict], n
                     f"{label} KV offload uses {total:g} GiB of host memory in total across workers. It moves KV cache, never weights.")
 
 
-def build_plan(ctx: RecipeContext, query) -> dict:
+def build_plan(ctx: RecipeContext, query, kubernetes: bool = True) -> dict:
     """The plan for ``query`` (string, mapping or None) as JSON data: the
     ``composer.outputs.Plan`` contract (``to_json``).
 
     Keys: ``recipe``, ``selection``, ``commands`` (``role``, ``node_rank``, ``argv``,
     ``env``, ``text`` …), ``notices``, ``url`` (every dimension pinned, "" for
-    a bare visit), ``share_url``, ``capacity``, ``verified``, ``status`` (``ok``/``error``) and
-    ``summary``. Never raises for any query; a broken recipe raises
+    a bare visit), ``share_url``, ``capacity``, ``verified``, ``status``
+    (``ok``/``error``), ``summary`` and ``kubernetes`` (the manifests,
+    ``composer.k8s``; None when ``kubernetes`` is False). Never raises for any query; a broken recipe raises
     ``ArgvError`` (caught by validation at build time).
     """
-    return to_json(plan_and_selection(ctx, query)[0])
+    return to_json(plan_and_selection(ctx, query, kubernetes=kubernetes)[0])
 
 
-def plan_and_selection(ctx: RecipeContext, query) -> tuple[Plan, Selection, object]:
+def plan_and_selection(ctx: RecipeContext, query, kubernetes: bool | None = None) -> tuple[Plan, Selection, object]:
     """``(Plan, Selection, canonical Request)`` for ``query``: the page builds
-    its controls from the last two without resolving the query again."""
+    its controls from the last two without resolving the query again.
+    ``kubernetes``: True adds the manifests to the plan (CLI, JSON API);
+    None adds them only when the selection shows them (``install=k8s``), so a
+    click on the page does not write YAML nobody sees."""
     req = parse_query(query)
     sel, notices = resolve(ctx, req)
     commands, caps = build_commands(ctx, sel, notices)
@@ -483,13 +488,17 @@ def plan_and_selection(ctx: RecipeContext, query) -> tuple[Plan, Selection, obje
     shown = pinned if canon.values or req.values else ""
     run.install_notices(ctx, sel, notices)
     status = "error" if notices.has_error() else "ok"
+    manifests = None
+    if kubernetes or (kubernetes is None and sel.install == "k8s"):
+        manifests = k8s_manifests(ctx, sel, commands, comps, caps, summary_text, status == "error")
     plan = Plan(
         recipe=RecipeRef(ctx.recipe_id, ctx.recipe.meta.title, ctx.model_id(sel.variant, sel.task)),
         selection=sel.to_dict(), summary=summary_text, install=run.install(ctx, sel, comps), companions=tuple(comps),
         client=run.client_checks(ctx, sel, commands), status=status,
         commands=tuple(commands) if status == "ok" else (), blocked_commands=tuple(commands) if status == "error" else (),
         notices=tuple(notices.items()), capacity=tuple(caps), **verification(ctx, sel),
-        url=("?" + shown) if shown else "", query=shown, share_url="?" + pinned, checkpoint=checkpoint(ctx, sel))
+        url=("?" + shown) if shown else "", query=shown, share_url="?" + pinned, checkpoint=checkpoint(ctx, sel),
+        kubernetes=manifests)
     return plan, sel, canon
 
 
@@ -501,6 +510,27 @@ def checkpoint(ctx: RecipeContext, sel: Selection) -> Checkpoint:
     model_id = ctx.model_id(sel.variant, sel.task)
     url = None if model_id.startswith("/") else f"https://huggingface.co/{quote(model_id)}"
     return Checkpoint(sel.variant, ctx.variant_label(sel.variant), ctx.variant(sel.variant).description, model_id, url)
+
+
+def k8s_manifests(ctx: RecipeContext, sel: Selection, commands: list[Command], comps, caps, summary_text: str,
+                  blocked: bool) -> Manifests:
+    """The plan's Kubernetes manifests (``composer.k8s``), or a ``Manifests``
+    whose ``reason`` says why there are none (no container image is known for
+    the brand, or the plan cannot be expressed as one worker template)."""
+    name = ctx.recipe_id.split("/")[-1] + "-" + sel.hardware + ".yaml"
+    image = run.docker_image(ctx, sel.hardware, sel.variant)
+    if image is None or not commands:
+        return Manifests(name, "", (), f"No vLLM container image is known for {ctx.hw(sel.hardware).brand} hardware.")
+    if sel.prefill:
+        layouts = {p: pool_layout(ctx, sel, p, sel.pool(p).mode, sel.pool(p).nodes) for p in POOLS}
+    else:
+        layouts = {None: layout_for(ctx, sel, sel.nodes)}
+    weights = max((c.weights_gb for c in caps if c.weights_gb), default=None)
+    try:
+        return k8s.build(ctx, sel, commands, comps, image, run.brand_key(ctx, sel.hardware), layouts, weights,
+                     summary_text, blocked)
+    except k8s.K8sError as exc:
+        return Manifests(name, "", (), f"These commands cannot run as Kubernetes manifests: {exc}.")
 
 
 __all__ = ["build_plan", "ArgvError"]

@@ -5,7 +5,7 @@ upstream-recipe-semantics.md) so shared links keep working: ``hardware``,
 ``variant``, ``nodes``, ``strategy``, ``features``, ``advanced``, ``kv_offload``,
 ``prefill_nodes``, ``decode_nodes``, ``prefill_mode``, ``decode_mode``, ``fmode``
 (feature modes, ``feature:mode,…``); plus ours:
-``install`` (``pip`` or ``docker``: how the commands are shown), ``cuda`` (the
+``install`` (``pip``, ``docker`` or ``k8s``: how the commands are shown), ``cuda`` (the
 CUDA version of the container image, where the recipe offers several), ``instances``
 (vLLM instances behind a KV store's router) and ``v``.
 

@@ -42,7 +42,7 @@ class Selection:
     kv_offload: str  # "" = off
     prefill: Pool | None = None
     decode: Pool | None = None
-    install: str = "pip"  # pip | docker: how commands are shown
+    install: str = "pip"  # pip | docker | k8s: how commands are shown
     task: str | None = None  # omni recipes: the task (its key or id)
     instances: int = 1  # vLLM instances behind a KV store's router (kv_store_lb)
     modes: tuple[tuple[str, str], ...] = ()  # (feature id, mode) of every moded feature, recipe order
@@ -288,11 +288,11 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
     install = default_install(ctx)
     want_install = req.get("install")
     if want_install is not None:
-        if want_install not in ("pip", "docker"):
-            n.add("warning", "invalid-install", f"The value install={_short(want_install)} is not pip or docker; {install} is shown.")
+        if want_install not in ("pip", "docker", "k8s"):
+            n.add("warning", "invalid-install", f"The value install={_short(want_install)} is not pip, docker or k8s; {install} is shown.")
         else:
             install = want_install
-    if install == "docker":
+    if install in ("docker", "k8s"):
         from composer.run_forms import docker_image
         if docker_image(ctx, hw, variant, kv) is None:
             n.add("warning", "install-unavailable", f"No vLLM container image is known for {ctx.hw(hw).brand} hardware; pip commands are shown.")

@@ -162,11 +162,15 @@ def test_hostile_text_in_any_field_stays_data(tmp_path_factory, text, where):
     except RecipeLoadError:
         return  # refused with a reason: fine
     ctx = make_context(K3, recipe, load_catalog(recipes))
-    for query in ("", "install=docker"):
+    for query in ("", "install=docker", "hardware=h200&strategy=multi_node_tp&install=k8s"):
         try:
             plan = compose(ctx, query)
         except ValueError:
             return  # e.g. a companion command that is not shell words: refused
+        if plan["kubernetes"]["yaml"]:  # the manifests hold the text as data and still run the plan's argv
+            from tests.test_k8s import check_manifests
+
+            check_manifests(plan)
         for c in plan["commands"] or plan["blocked_commands"]:
             assert shlex.split(c["command"].replace("\\\n", "")) == c["argv"]
             if c.get("docker_text"):

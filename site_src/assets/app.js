@@ -216,7 +216,9 @@
     }
     const open = [...document.querySelectorAll("details[open]")].map(detailsKey).filter(Boolean);
     const tab = document.querySelector('#commands [role="tab"][aria-selected="true"]');
-    const tabId = tab ? tab.id : null;
+    // Choosing Kubernetes under "Run with" shows its manifests first.
+    const k8sNew = !document.getElementById("tab-k8s") && (fragments.commands || "").includes('id="tab-k8s"');
+    const tabId = tab && !k8sNew ? tab.id : null;
     for (const name of FRAGMENTS) if (name in fragments) document.getElementById(name).innerHTML = fragments[name];
     for (const key of open) {
       const d = document.querySelector(key);
@@ -355,9 +357,15 @@
     }
     const dl = ev.target.closest("button.download");
     if (dl) {
-      const cmds = plan.commands.length ? plan.commands : plan.blocked_commands;
-      const cmd = cmds[Number(dl.closest(".panel").dataset.index)];
-      const url = URL.createObjectURL(new Blob([cmd.script], {type: "text/x-shellscript"}));
+      let blob;
+      if (dl.dataset.kind === "k8s") {
+        blob = new Blob([plan.kubernetes.yaml], {type: "application/yaml"});
+      } else {
+        const cmds = plan.commands.length ? plan.commands : plan.blocked_commands;
+        const cmd = cmds[Number(dl.closest(".panel").dataset.index)];
+        blob = new Blob([cmd.script], {type: "text/x-shellscript"});
+      }
+      const url = URL.createObjectURL(blob);
       const a = document.createElement("a");
       a.href = url;
       a.download = dl.dataset.name;
