@@ -19,6 +19,7 @@ from composer.argv import ArgvBuilder, Source, Unit, parse_tokens
 from composer.context import RecipeContext
 from composer.layout import Layout
 from composer.lookup import lookup_blocks
+from composer.modes import default_mode, mode_block_reason
 from composer.schema import scalar_to_str
 
 LAYERS = ("base", "variant", "strategy", "hardware", "advanced", "features", "kv_offload")
@@ -82,7 +83,6 @@ def feature_args(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str, mode
     override (most specific key wins) replaces the plain args; a moded feature
     emits ``mode_id`` (default: its default mode here, ``composer.modes``)."""
     from composer.lookup import lookup_value
-    from composer.modes import default_mode
 
     hw = ctx.hw(hw_id)
     f = ctx.recipe.features[fid]
@@ -103,8 +103,6 @@ def feature_args(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str, mode
 def feature_emitted(ctx: RecipeContext, sel, fid: str) -> bool:
     """Whether an enabled feature emits its args: it exists, its ``strategies``
     allow the strategy, and (with modes) the mode in force can run here."""
-    from composer.modes import mode_block_reason
-
     if fid not in ctx.recipe.features or ctx.feature_block_reason(fid, sel.strategy):
         return False
     mode = sel.mode(fid)

@@ -183,6 +183,16 @@ class RecipeRef:
 
 
 @dataclass(frozen=True)
+class Placeholder:
+    """A ``$name`` the commands leave to the person running them: what it
+    means and an example value (``composer.placeholders``)."""
+
+    name: str
+    meaning: str
+    example: str = ""
+
+
+@dataclass(frozen=True)
 class Plan:
     """A composed plan. ``selection`` is the resolved choice (query parameter
     → value); ``commands`` is empty when ``status`` is ``error`` (then
@@ -191,7 +201,8 @@ class Plan:
     dimension pinned, ``composer.canonical.pinned_request``), ``query`` the same
     without ``?``; ``share_url`` is the pinned query even for the default.
     ``kubernetes`` the plan's Kubernetes manifests (``Manifests``; None where
-    they were not asked for: the page writes them only for ``install=k8s``)."""
+    they were not asked for: the page writes them only for ``install=k8s``);
+    ``placeholders`` every ``$NAME`` the shown commands leave to the person."""
 
     recipe: RecipeRef
     selection: Mapping[str, Any]
@@ -211,6 +222,7 @@ class Plan:
     share_url: str = ""
     checkpoint: Optional[Checkpoint] = None
     kubernetes: Optional[Manifests] = None
+    placeholders: tuple[Placeholder, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from composer.help import flag_help
 from composer.layers import CommandSpec, compose_layers
 from composer.layout import capacity
 from composer.notices import Notices
+from composer.placeholders import placeholders
 from composer.outputs import CapacityCheck, Checkpoint, Command, EnvSource, FlagSource, Manifests, Plan, RecipeRef, Replaced, to_json
 from composer.query import parse_query
 from composer.resolve import POOLS, Selection, feature_label, layout_for, pool_layout, resolve, util_in_force
@@ -491,15 +492,21 @@ def plan_and_selection(ctx: RecipeContext, query, kubernetes: bool | None = None
     manifests = None
     if kubernetes or (kubernetes is None and sel.install == "k8s"):
         manifests = k8s_manifests(ctx, sel, commands, comps, caps, summary_text, status == "error")
+    client = run.client_checks(ctx, sel, commands)
     plan = Plan(
         recipe=RecipeRef(ctx.recipe_id, ctx.recipe.meta.title, ctx.model_id(sel.variant, sel.task)),
         selection=sel.to_dict(), summary=summary_text, install=run.install(ctx, sel, comps), companions=tuple(comps),
-        client=run.client_checks(ctx, sel, commands), status=status,
+        client=client, status=status,
         commands=tuple(commands) if status == "ok" else (), blocked_commands=tuple(commands) if status == "error" else (),
         notices=tuple(notices.items()), capacity=tuple(caps), **verification(ctx, sel),
         url=("?" + shown) if shown else "", query=shown, share_url="?" + pinned, checkpoint=checkpoint(ctx, sel),
-        kubernetes=manifests)
+        kubernetes=manifests, placeholders=_placeholders(commands, comps, client))
     return plan, sel, canon
+
+
+def _placeholders(commands, comps, client):
+    texts = [c.text for c in commands] + [c.command for c in comps] + [client.curl, client.bench]
+    return placeholders(texts)
 
 
 def checkpoint(ctx: RecipeContext, sel: Selection) -> Checkpoint:

@@ -17,7 +17,7 @@ import json
 
 from jinja2 import BaseLoader, DictLoader, Environment, StrictUndefined, select_autoescape
 
-FRAGMENTS = ("controls", "summary", "notices", "capacity", "commands", "extras", "checkpoint")
+FRAGMENTS = ("controls", "summary", "notices", "capacity", "placeholders", "commands", "extras", "checkpoint")
 """Containers of recipe.html (element ids) whose inner HTML the worker renders;
 each is the macro ``<name>_block`` of ``_macros.html``."""
 PLAN_FRAGMENTS = FRAGMENTS[1:]

@@ -15,7 +15,7 @@
   const statusEl = document.getElementById("runtime-status");
   const output = document.getElementById("output");
   const banner = document.getElementById("preview-banner");
-  const FRAGMENTS = ["controls", "summary", "notices", "capacity", "commands", "extras", "checkpoint"];
+  const FRAGMENTS = ["controls", "summary", "notices", "capacity", "placeholders", "commands", "extras", "checkpoint"];
   let plan = JSON.parse(document.getElementById("initial-plan").textContent);
   let viewFn = null;      // set when the composer is ready
   let pending = null;     // {query, push}: what to compose once it is ready
@@ -41,14 +41,14 @@
   function withView(planUrl) {
     const q = new URLSearchParams(planUrl.replace(/^\?/, ""));
     for (const [k, v] of Object.entries(view)) q.set(k, v);
-    const s = q.toString().replace(/%2C/g, ",");
+    const s = q.toString().replace(/%2C/g, ",").replace(/%3A/g, ":");
     return s ? "?" + s : "";
   }
   function planQuery(search) {
     const q = new URLSearchParams(search);
     q.delete("embed");
     q.delete("theme");
-    return q.toString().replace(/%2C/g, ",");
+    return q.toString().replace(/%2C/g, ",").replace(/%3A/g, ":");
   }
   if (view.embed) {
     document.documentElement.classList.add("embed");
@@ -87,7 +87,7 @@
       const q = new URLSearchParams(location.search);  // the link's own query stays, even in a preview
       if (next === "auto") q.delete("theme");
       else q.set("theme", next);
-      const s = q.toString().replace(/%2C/g, ",");
+      const s = q.toString().replace(/%2C/g, ",").replace(/%3A/g, ":");
       history.replaceState(history.state, "", location.pathname + (s ? "?" + s : "") + location.hash);
       showTheme();
     });
@@ -201,7 +201,7 @@
         for (const k of ["nodes", "prefill_nodes", "decode_nodes"]) q.delete(k);
       }
     }
-    return q.toString().replace(/%2C/g, ",");
+    return q.toString().replace(/%2C/g, ",").replace(/%3A/g, ":");
   }
 
   // ----- rendering: swap the worker's fragments in --------------------------
@@ -215,6 +215,8 @@
       refocus = "#" + CSS.escape(focused.id);
     }
     const open = [...document.querySelectorAll("details[open]")].map(detailsKey).filter(Boolean);
+    const phBox = document.querySelector("#placeholders details");
+    const phClosed = phBox !== null && !phBox.open;
     const tab = document.querySelector('#commands [role="tab"][aria-selected="true"]');
     // Choosing Kubernetes under "Run with" shows its manifests first.
     const k8sNew = !document.getElementById("tab-k8s") && (fragments.commands || "").includes('id="tab-k8s"');
@@ -226,12 +228,78 @@
     }
     const again = tabId && document.getElementById(tabId);
     if (again) selectTab(again);
-    updateDock();
+    const phNew = document.querySelector("#placeholders details");
+    if (phNew && phClosed) phNew.open = false;
+    applyPlaceholders();
     if (refocus) {
       const el = document.querySelector(refocus);
       if (el) el.focus();
     }
   }
+  // ----- placeholders: the person's own values, kept in this browser ------
+  // Values replace whole $NAMEs in the shown commands (so in Copy) and in the
+  // downloaded scripts; they are never put in the URL. Only characters that
+  // mean nothing to a shell are accepted, so a value cannot change a command.
+  const PH_KEY = "vllm-configurator:placeholders";
+  const PH_SAFE = /^[A-Za-z0-9._:\/@%+,=-]+$/;
+  function phStored() {
+    try {
+      const v = JSON.parse(localStorage.getItem(PH_KEY) || "{}");
+      return v && typeof v === "object" && !Array.isArray(v) ? v : {};
+    } catch (err) {
+      return {};
+    }
+  }
+  function phValues() {  // the usable values of the placeholders this plan has
+    const stored = phStored();
+    const out = new Map();
+    for (const p of plan.placeholders || []) {
+      const v = stored[p.name];
+      if (typeof v === "string" && PH_SAFE.test(v)) out.set(p.name, v);
+    }
+    return out;
+  }
+  function phSubstitute(text, vals) {
+    return text.replace(/\$([A-Z][A-Z0-9_]*)/g, (m, name) => (vals.has(name) ? vals.get(name) : m));
+  }
+  function applyPlaceholders() {
+    const vals = phValues();
+    for (const code of document.querySelectorAll("#commands .panel:not([data-role=kubernetes]) pre code, #extras pre code")) {
+      if (code.dataset.raw === undefined) code.dataset.raw = code.textContent;
+      code.textContent = phSubstitute(code.dataset.raw, vals);
+    }
+    const stored = phStored();
+    for (const input of document.querySelectorAll("#placeholders input[data-ph]")) {
+      if (document.activeElement !== input) input.value = typeof stored[input.dataset.ph] === "string" ? stored[input.dataset.ph] : "";
+      input.setAttribute("aria-invalid", String(input.value !== "" && !PH_SAFE.test(input.value)));
+    }
+    updateDock();
+  }
+  function scriptWithValues(script) {  // a downloaded script with the values in
+    const vals = phValues();
+    if (!vals.size) return script;
+    const checks = new RegExp('^: "\\$\\{(' + [...vals.keys()].join("|") + '):\\?.*$\\n', "gm");
+    return phSubstitute(script.replace(checks, ""), vals);
+  }
+  document.getElementById("placeholders").addEventListener("input", (ev) => {
+    const input = ev.target.closest("input[data-ph]");
+    if (!input) return;
+    const stored = phStored();
+    if (input.value === "") delete stored[input.dataset.ph];
+    else stored[input.dataset.ph] = input.value;
+    try { localStorage.setItem(PH_KEY, JSON.stringify(stored)); } catch (err) { /* private mode: this page only */ }
+    applyPlaceholders();
+  });
+  document.getElementById("placeholders").addEventListener("click", (ev) => {
+    if (!ev.target.closest("button.ph-clear")) return;
+    const stored = phStored();
+    for (const p of plan.placeholders || []) delete stored[p.name];
+    try { localStorage.setItem(PH_KEY, JSON.stringify(stored)); } catch (err) { /* ignore */ }
+    for (const input of document.querySelectorAll("#placeholders input[data-ph]")) input.value = "";
+    applyPlaceholders();
+  });
+  applyPlaceholders();
+
   function detailsKey(d) {
     const fs = d.closest("fieldset[data-dim]");
     if (fs) return `fieldset[data-dim="${CSS.escape(fs.dataset.dim)}"] details.why`;
@@ -363,7 +431,7 @@
       } else {
         const cmds = plan.commands.length ? plan.commands : plan.blocked_commands;
         const cmd = cmds[Number(dl.closest(".panel").dataset.index)];
-        blob = new Blob([cmd.script], {type: "text/x-shellscript"});
+        blob = new Blob([scriptWithValues(cmd.script)], {type: "text/x-shellscript"});
       }
       const url = URL.createObjectURL(blob);
       const a = document.createElement("a");

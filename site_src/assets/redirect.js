@@ -10,7 +10,7 @@
     const url = new URL(target, location.href);
     const q = new URLSearchParams(location.search);
     if (variant) q.set("variant", variant);  // the address names the variant: it wins
-    const s = q.toString().replace(/%2C/g, ",");
+    const s = q.toString().replace(/%2C/g, ",").replace(/%3A/g, ":");
     url.search = s ? "?" + s : "";
     url.hash = location.hash;
     if (url.pathname === location.pathname) return false;  // never a loop

@@ -3,6 +3,7 @@ system Chromium (Playwright cannot download its own browsers here)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
@@ -41,15 +42,24 @@ class _QuietHandler(build.StaticHostHandler):
         pass
 
 
-@pytest.fixture(scope="session")
-def server(site_dir):
-    """Base URL of the built site, served by a thread on a free port."""
-    handler = functools.partial(_QuietHandler, directory=str(site_dir))
+@contextlib.contextmanager
+def serve_dir(directory: Path):
+    """Serve ``directory`` as a static host would, on a free port; yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+
+
+@pytest.fixture(scope="session")
+def server(site_dir):
+    """Base URL of the built site, served by a thread on a free port."""
+    with serve_dir(site_dir) as url:
+        yield url
 
 
 def wait_ready(page, timeout=90_000):
