@@ -18,8 +18,8 @@ from functools import lru_cache
 
 from composer import vllm_cli
 
-_FLAG_RE = re.compile(r"^--?[A-Za-z][A-Za-z0-9_.\-]*(=.*)?$", re.S)
-_NUMBER_RE = re.compile(r"^-\d+(\.\d+)?([eE][-+]?\d+)?$")
+_FLAG_RE = re.compile(r"^--?[A-Za-z][A-Za-z0-9_.\-]*(=.*)?\Z", re.S)
+_NUMBER_RE = re.compile(r"^-\d+(\.\d+)?([eE][-+]?\d+)?\Z")
 
 
 class ArgvError(ValueError):

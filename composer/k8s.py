@@ -63,6 +63,9 @@ CACHE_PATH = "/root/.cache/huggingface"
 """The Hugging Face cache in the container (the Docker form mounts the same path)."""
 MOONCAKE_DIR = "/etc/mooncake"
 LEADER, WORKER_INDEX, POD_IP = "LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX", "POD_IP"
+RESERVED_ENV = frozenset({LEADER, WORKER_INDEX, POD_IP, "LWS_GROUP_SIZE", "LWS_NAME", "LWS_WORKER_GROUP_INDEX"})
+"""Env names the pods get from Kubernetes (the LWS controller, the downward
+API): a recipe that sets one would override what the manifests rely on."""
 RANK_FLAGS = ("--node-rank", "--data-parallel-start-rank")
 """Flags whose value is derived from the node rank (``composer.topology``)."""
 LABEL = "app.kubernetes.io/name"
@@ -260,6 +263,11 @@ def _env_list(form: _Form, cmd_env: dict[str, str], sub: _Sub, with_pod_ip: bool
     if with_pod_ip:
         env.append({"name": POD_IP, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
     for name in sub.unknown:
+        own = next((e for e in body if e["name"] == name), None)
+        if own is not None:  # the recipe sets it: its value, early enough for $(NAME) to see it
+            body.remove(own)
+            env.append(own)
+            continue
         notes[len(env)] = [_param_note(name)]
         env.append({"name": name, "value": form.params.get(name, "")})
     env += body
@@ -321,6 +329,10 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
     """The manifests of a plan. ``layouts`` maps pool (None outside P/D) to its
     ``Layout``; ``weights_gb`` sizes the cache claim. Raises ``K8sError``
     when a plan cannot be expressed (tests hold every plan to it)."""
+    for c in commands:
+        clash = sorted(set(c.env) & RESERVED_ENV)
+        if clash:
+            raise K8sError(f"the recipe sets {clash[0]}, which Kubernetes sets in each pod of the group")
     hw = ctx.hw(sel.hardware)
     name = ctx.recipe_id.split("/")[-1]
     file_name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{name}-{sel.hardware}") + ".yaml"

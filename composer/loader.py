@@ -181,7 +181,7 @@ def load_catalog(root: Path) -> Catalog:
         raise RecipeLoadError(_validation_errors(exc, "taxonomy.yaml / strategies")) from None
 
 
-SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\Z")
 """An org or repo name as Hugging Face allows it (letters, digits, ``-``, ``_``,
 ``.``; at most 96): recipe ids become URLs, file names and page links."""
 

@@ -368,6 +368,10 @@ def resolve_modes(ctx: RecipeContext, req: Request, hw: str, variant: str, feats
         fallback = default_mode(ctx, fid, hw, variant)
         want = picks.get(fid)
         label = feature_label(ctx, fid)
+        if want is not None and fid not in feats:
+            # A link states modes of features that are on only (one URL, one plan).
+            n.add("warning", "query-ignored", f"{label} is off, so its mode {_short(want)} was ignored.")
+            want = None
         if want is not None and want not in modes:
             n.add("warning", "invalid-fmode", f"{label} has no mode {_short(want)} (it has {', '.join(modes)}); "
                                               f"{mode_label(ctx, fid, fallback)} is used.")

@@ -19,7 +19,7 @@ from typing import Iterable, Mapping
 
 from composer.schema import Recipe
 
-SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\Z")
 """One path segment a route may have: the recipe file names' rule (loader.SAFE_NAME)."""
 RESERVED = frozenset({"assets", "data", "api", "schema", "runtime", "404.html", "index.html"})
 """Top-level names of the built site: never an org folder of a redirect stub."""

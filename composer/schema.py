@@ -55,9 +55,9 @@ def _args_list(value: Any) -> Any:
     return value
 
 
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 """A shell variable name: what ``export NAME=value`` accepts (POSIX)."""
-MODEL_ID = re.compile(r"^/?[A-Za-z0-9._][A-Za-z0-9._\-]*(/[A-Za-z0-9._][A-Za-z0-9._\-]*)*$")
+MODEL_ID = re.compile(r"^/?[A-Za-z0-9._][A-Za-z0-9._\-]*(/[A-Za-z0-9._][A-Za-z0-9._\-]*)*\Z")
 """A Hugging Face model id (``org/name``, letters, digits, ``-``, ``_``, ``.``) or a
 local path of such parts (``/models/x``); nothing a shell or a URL reads specially."""
 
@@ -83,9 +83,31 @@ def _model_id(value: Any) -> Any:
 
 ModelId = Annotated[str, BeforeValidator(_model_id)]
 
-VERSION = re.compile(r"^[0-9][0-9A-Za-z.+\-]{0,40}$")
+CHOICE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}\Z")
+"""An id a URL carries as a value or in a list (feature, mode, variant,
+Advanced option): no ``,`` (list separator), ``:`` (``fmode=feature:mode``),
+space or other character a query or a shell reads specially."""
+
+
+def _choice_id(value: Any) -> Any:
+    if isinstance(value, str) and not CHOICE_ID.match(value):
+        raise ValueError(f"id {value[:60]!r} must be letters, digits and _ . + - (at most 64), "
+                         "so that a URL can carry it (',' and ':' separate values there)")
+    return value
+
+
+def _choice_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        for key in value:
+            _choice_id(str(key))
+    return value
+
+
+ChoiceId = Annotated[str, BeforeValidator(_choice_id)]
+
+VERSION = re.compile(r"^[0-9][0-9A-Za-z.+\-]{0,40}\Z")
 """A version number (0.11.1, 0.12.0rc1); others are a lint warning (they are quoted)."""
-IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+\-]{0,200}$")
+IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+\-]{0,200}\Z")
 """A container image reference; others are a lint warning (they are quoted)."""
 
 
@@ -282,7 +304,7 @@ class Feature:
     label: str = ""
     description: str = ""
     args: Args = ()
-    modes: Optional[Mapping[str, FeatureMode]] = None
+    modes: Annotated[Optional[Mapping[str, FeatureMode]], BeforeValidator(_choice_keys)] = None
     default_mode: Optional[str] = None
     strategies: Optional[tuple[str, ...]] = None
     hardware_overrides: Mapping[str, HardwareBlock] = field(default_factory=dict)
@@ -441,7 +463,7 @@ class Omni:
 class AdvancedOption:
     """A recipe's own Advanced knob (``advanced_options[i]``)."""
 
-    id: str
+    id: ChoiceId
     label: str = ""
     description: str = ""
     args: Args = ()
@@ -488,10 +510,10 @@ class Recipe:
 
     meta: Meta
     model: Model
-    features: Mapping[str, Feature] = field(default_factory=dict)
+    features: Annotated[Mapping[str, Feature], BeforeValidator(_choice_keys)] = field(default_factory=dict)
     opt_in_features: tuple[str, ...] = ()
     hardware_opt_in_features: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    variants: Annotated[Mapping[str, Variant], Field(min_length=1)] = field(default_factory=_default_variants)
+    variants: Annotated[Mapping[str, Variant], Field(min_length=1), BeforeValidator(_choice_keys)] = field(default_factory=_default_variants)
     compatible_strategies: tuple[str, ...] = ()
     strategy_hardware: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     default_strategy: Optional[str] = None

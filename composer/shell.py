@@ -13,7 +13,7 @@ import re
 import shlex
 
 PLACEHOLDER_RE = re.compile(r"\$[A-Z][A-Z0-9_]*")
-_ONLY_PLACEHOLDER = re.compile(r"^\$[A-Z][A-Z0-9_]*$")
+_ONLY_PLACEHOLDER = re.compile(r"^\$[A-Z][A-Z0-9_]*\Z")
 
 
 def quote(value: str) -> str:

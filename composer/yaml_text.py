@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 
 from composer.shell import comment
 
-_PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./-]*$")
+_PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./-]*\Z")
 # Words YAML 1.1 (Go's yaml.v2, which kubectl's parser follows) reads as
 # booleans or null; a plain scalar must never be one of them.
 _RESERVED = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf"}

@@ -296,3 +296,34 @@ def test_linked_folders_are_not_read(tmp_path):
     with pytest.raises(RecipeLoadError) as info:
         validate(recipes)
     assert any("linked folder" in e.message for e in info.value.errors)
+
+
+# Found by the adversarial pass (issue 12 round): Python's "$" also matches
+# before a trailing newline, so "$NAME\n" passed as a bare placeholder and
+# ended the command early; every anchored check now uses \Z.
+@pytest.mark.parametrize("value", ["$EXTRA_WHEEL\n", "$A\n touch /tmp/x", "$A\r\n"])
+def test_a_placeholder_with_a_newline_stays_one_quoted_word(value):
+    from composer.shell import quote
+
+    # bash reads the quoted word back as the value (placeholders expanded) and
+    # runs nothing after it.
+    out = subprocess.run(["bash", "-c", f'EXTRA_WHEEL=X A=X; printf "%s|" {quote(value)} end'],
+                         capture_output=True)
+    assert out.returncode == 0 and out.stdout.decode() == value.replace("$EXTRA_WHEEL", "X").replace("$A", "X") + "|end|"
+
+
+@pytest.mark.parametrize("field,value", [
+    ("env", "MY_VAR\n"), ("model_id", "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic\n"), ("model_id", "org/x\n"),
+])
+def test_names_with_a_trailing_newline_are_refused(field, value):
+    import pydantic
+
+    from composer.validate import validate_recipe
+
+    data = {"meta": {"title": "t"}, "model": {"model_id": "org/m"}}
+    if field == "env":
+        data["model"]["base_env"] = {value: "1"}
+    else:
+        data["model"]["model_id"] = value
+    with pytest.raises(pydantic.ValidationError):
+        validate_recipe(data)

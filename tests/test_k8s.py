@@ -515,3 +515,30 @@ def test_page_shows_manifests_only_when_run_with_kubernetes(k3):
     assert compose_page(k3, "hardware=h200&strategy=multi_node_tp")["kubernetes"] is None  # not written on every click
     option = next(o for o in shown["options"]["install"] if o["id"] == "k8s")
     assert option["selected"] and not option["disabled"]
+
+
+@pytest.mark.parametrize("env", [{"LWS_WORKER_INDEX": "7"}, {"LWS_LEADER_ADDRESS": "9.9.9.9"}, {"POD_IP": "1.2.3.4"}])
+def test_recipe_env_that_kubernetes_sets_gives_no_manifests(env):
+    # Found by the adversarial pass: a recipe value for LWS_WORKER_INDEX made
+    # every worker rank 7 and LWS_LEADER_ADDRESS moved the leader.
+    recipes = ROOT / "recipes"
+    data = yaml.safe_load((recipes / "models" / "moonshotai" / "Kimi-K3.yaml").read_text())
+    data["model"].setdefault("base_env", {}).update(env)
+    ctx = make_context("moonshotai/Kimi-K3", data, load_catalog(recipes))
+    k8s = compose(ctx, "hardware=h200&strategy=multi_node_dep&nodes=2")["kubernetes"]
+    assert k8s["yaml"] == "" and next(iter(env)) in k8s["reason"]
+
+
+def test_a_recipe_value_for_a_parameter_is_used_once_and_early():
+    recipes = ROOT / "recipes"
+    data = yaml.safe_load((recipes / "models" / "moonshotai" / "Kimi-K3.yaml").read_text())
+    data["model"].setdefault("base_env", {})["IFACE_NAME"] = "ens5"
+    ctx = make_context("moonshotai/Kimi-K3", data, load_catalog(recipes))
+    plan = compose(ctx, "hardware=h200&strategy=multi_node_tp&nodes=2")
+    check_manifests(plan)
+    for doc in yaml.safe_load_all(plan["kubernetes"]["yaml"]):
+        for c in [c for t in pod_templates(doc) for c in t["spec"]["containers"]]:
+            names = [e["name"] for e in c.get("env", [])]
+            assert names.count("IFACE_NAME") <= 1
+            if "IFACE_NAME" in names:
+                assert next(e for e in c["env"] if e["name"] == "IFACE_NAME")["value"] == "ens5"

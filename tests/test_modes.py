@@ -93,7 +93,7 @@ def test_mode_gated_by_hardware(gated):
 
 
 @pytest.mark.parametrize("query,code", [
-    ("fmode=spec_decoding:nope", "invalid-fmode"),
+    ("features=spec_decoding&fmode=spec_decoding:nope", "invalid-fmode"),
     ("fmode=nothere:mtp", "invalid-fmode"),
     ("fmode=garbage", "query-ignored"),
     ("fmode=:,:x,y:", "query-ignored"),
@@ -136,3 +136,29 @@ def test_a_mode_another_checkpoint_offers_is_offered_with_the_variant_switch(glm
         assert '"method": "dspark"' in spec_config(after)
     else:
         assert dspark["disabled"]
+
+
+def test_a_mode_for_a_feature_that_is_off_is_ignored_and_said(glm):
+    # Found by the adversarial pass: the mode of a disabled feature was kept in
+    # the selection but not in the link, so one address gave two plans.
+    plan = compose(glm, "features=tool_calling&fmode=spec_decoding:dspark")
+    assert plan["selection"]["modes"]["spec_decoding"] == "mtp"
+    assert any(n["code"] == "query-ignored" and "off" in n["message"] for n in plan["notices"])
+    assert compose(glm, plan["url"])["selection"] == plan["selection"]
+
+
+@pytest.mark.parametrize("key,where", [("features", "spec,dec"), ("modes", "eagle,3"), ("modes", "m:x"),
+                                       ("variants", "fp 8")])
+def test_ids_a_url_cannot_carry_are_refused(catalog, key, where):
+    import pydantic
+
+    data = copy.deepcopy(raw("zai-org/GLM-5.2"))
+    if key == "features":
+        data["features"][where] = data["features"].pop("spec_decoding")
+    elif key == "modes":
+        modes = data["features"]["spec_decoding"]["modes"]
+        modes[where] = modes.pop("dspark")
+    else:
+        data["variants"][where] = data["variants"].pop("mxfp4")
+    with pytest.raises(pydantic.ValidationError, match="URL can carry"):
+        make_context("zai-org/GLM-5.2", data, catalog)

@@ -44,11 +44,17 @@
     const s = q.toString().replace(/%2C/g, ",").replace(/%3A/g, ":");
     return s ? "?" + s : "";
   }
+  // The plan's query is the address's own text minus the view parameters,
+  // never re-encoded: the composer then reads exactly what the CLI reads for
+  // the same URL (a re-encoded query can be longer than its length limit).
   function planQuery(search) {
-    const q = new URLSearchParams(search);
-    q.delete("embed");
-    q.delete("theme");
-    return q.toString().replace(/%2C/g, ",").replace(/%3A/g, ":");
+    const raw = search.replace(/^\?/, "");
+    if (!raw) return "";
+    return raw.split("&").filter((part) => {
+      let key = part.split("=")[0].replace(/\+/g, " ");
+      try { key = decodeURIComponent(key); } catch (err) { /* kept as written */ }
+      return key !== "embed" && key !== "theme";
+    }).join("&");
   }
   if (view.embed) {
     document.documentElement.classList.add("embed");

@@ -153,3 +153,16 @@ def test_a_bookmark_keeps_its_plan_after_the_recipes_default_hardware_changes(pa
         wait_ready(page)
         again = page_state(page)
     assert again["argvs"] == bookmark["argvs"] and again["selected"] == bookmark["selected"]
+
+
+def test_an_over_long_link_reads_as_the_cli_reads_it(page, server):
+    # Found by the adversarial pass: the page re-encoded the query ('(' → %28)
+    # before the composer's length limit, so it dropped what the CLI kept.
+    query = "zzz=" + "(" * 4000 + "&hardware=h100&features=spec_decoding&fmode=spec_decoding:eagle3"
+    page.goto(f"{server}{LLAMA}?{query}")
+    wait_ready(page)
+    settle(page)
+    state = page_state(page)
+    plan = cli("meta-llama/Llama-3.3-70B-Instruct", query)
+    assert plan["selection"]["hardware"] == "h100"
+    assert state["selected"]["hardware"] == ["h100"] and state["argvs"] == argvs(plan)

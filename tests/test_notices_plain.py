@@ -1,0 +1,59 @@
+"""Notices for people (issue 12.10): notices never quote recipe key paths
+(those stay in Explain), and "Why N unavailable" gives one line per distinct
+reason."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from jinja2 import FileSystemLoader
+
+from composer.api import compose_page, make_context
+from composer.loader import load_catalog, load_recipe, recipe_paths
+from composer.render import PageRenderer, environment
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "upstream-recipes"
+KEY_PATH = re.compile(r"\b(model|variants|features|strategy_overrides|hardware_overrides|strategies|taxonomy|"
+                      r"kv_offload|advanced_options|meta|omni)\.[A-Za-z0-9_.]+")
+
+
+def _pages():
+    for root in (ROOT / "recipes", CORPUS):
+        if not root.exists():
+            continue
+        catalog = load_catalog(root)
+        for rid in recipe_paths(root):
+            ctx = make_context(rid, load_recipe(root, rid), catalog)
+            queries = [""] + [f"strategy={s}" for s in ctx.strategies] + [f"hardware={h}" for h in ctx.listed_hardware[:6]]
+            for q in queries:
+                yield rid, q, compose_page(ctx, q)
+
+
+def test_notices_and_reasons_name_no_recipe_key_paths():
+    bad = []
+    for rid, q, page in _pages():
+        texts = [n["message"] for n in page["notices"]] + [
+            o["reason"] for opts in page["options"].values() for o in opts if o["reason"]]
+        bad += [(rid, q, t) for t in texts if KEY_PATH.search(t)]
+        # Explain still names them: the key paths are not lost.
+        for c in page["commands"][:1]:
+            assert all(f["key"] for f in c["provenance"])
+    assert not bad, bad[:5]
+
+
+def test_why_unavailable_lists_each_reason_once():
+    renderer = PageRenderer(environment(FileSystemLoader(str(ROOT / "site_src"))))
+    checked = 0
+    for rid, q, page in _pages():
+        html = renderer.fragments(page, ("controls",))["controls"]
+        for block in re.findall(r'<details class="why">.*?</details>', html, re.S):
+            reasons = re.findall(r"</strong>: (.*?)</li>", block, re.S)
+            assert len(reasons) == len(set(reasons)), (rid, q, reasons)
+            count = int(re.search(r"Why (\d+) unavailable", block).group(1))
+            listed = sum(len(m.split(", ")) for m in re.findall(r"<strong>(.*?)</strong>", block))
+            assert listed >= count  # every unavailable option is named
+            checked += 1
+    assert checked > 50
