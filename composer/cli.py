@@ -29,7 +29,9 @@ DEFAULT_RECIPES = Path(__file__).resolve().parent.parent / "recipes"
 
 
 def render_text(plan: dict, explain: bool = False) -> str:
-    """What a person copies: per command a header, env exports and the command."""
+    """What a person copies: the install steps, then per command a header, env
+    exports and the command, then the companion processes (LMCache server,
+    Mooncake master, config files) with their own install lines."""
     out = [f"# {comment(plan['recipe']['title'])}: {comment(plan['summary'])}"]
     for n in plan["notices"]:
         out.append(f"# [{n['level']}] {comment(n['message'])}")
@@ -38,6 +40,12 @@ def render_text(plan: dict, explain: bool = False) -> str:
     cmds = plan["commands"] or plan["blocked_commands"]
     if not plan["commands"]:
         out.append("# The plan has errors; the commands below are NOT expected to work.")
+    inst = plan["install"]
+    first = inst["docker"] if plan["selection"].get("install") == "docker" and inst["docker"] else inst["pip"]
+    steps = [first] if first else []
+    steps += [d["command"] for d in inst.get("dependencies", ())] + list(inst["extras"])
+    if steps:
+        out += ["", "# --- Install (every node) ---", *steps]
     for c in cmds:
         out.append("")
         out.append(f"# --- {comment(c['label'])} ({c['role']}) ---")
@@ -53,7 +61,30 @@ def render_text(plan: dict, explain: bool = False) -> str:
                 for r in e["replaced"]:
                     line += "  " + comment(f"(replaced {r['value']} from {r['layer']}: {r['key']})")
                 out.append(line)  # comment() keeps every explain line one line
+    for c in plan["companions"]:
+        out += ["", f"# --- {comment(c['label'])} (companion) ---", f"# {comment(c['description'])}"]
+        if c.get("install"):
+            out.append(c["install"])
+        out.append(c["command"])
     return "\n".join(out)
+
+
+def _checkpoint_recipe(recipes: Path, paths, name: str) -> tuple[str | None, str | None]:
+    """``(recipe id, variant key)`` whose checkpoint is ``name`` (any case), the
+    rule of the site's redirects (``composer.routes``); ``(None, None)`` when
+    no recipe, or more than one, serves it."""
+    from composer.loader import load_recipe
+    from composer.routes import checkpoints, variant_routes
+
+    served = {}
+    for rid in paths:
+        try:
+            served[rid] = checkpoints(rid, load_recipe(recipes, rid))
+        except RecipeLoadError:
+            continue  # a broken recipe is reported when it is asked for
+    routes = {k.lower(): v for k, v in variant_routes(served).items()}
+    hit = routes.get(name.lower())
+    return (hit["id"], hit["variant"]) if hit else (None, None)
 
 
 def check_main(argv: list[str]) -> int:
@@ -92,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         catalog = load_catalog_checked(args.recipes)
         paths = recipe_paths(args.recipes)
         rid = find_recipe_id(paths, args.recipe_id)  # a recipe id typed in another case is found too
+        if rid is None:  # a variant's checkpoint id, as the page's addresses accept it
+            rid, variant = _checkpoint_recipe(args.recipes, paths, args.recipe_id)
+            if rid is not None and variant and "variant=" not in (args.query or ""):
+                args.query = "&".join(x for x in (args.query, f"variant={variant}") if x)
         if rid is None:
             raise RecipeLoadError([RecipeError(f"models/{args.recipe_id}.yaml", "", "no such recipe")])
         args.recipe_id, path = rid, paths[rid]

@@ -158,7 +158,10 @@ class RecipeContext:
         if want:
             if want in ok:
                 return want, None
-            problem = f"The recipe's default_hardware {want!r} is not offered for this variant; another default was chosen."
+            profiles = self.catalog.taxonomy.hardware_profiles
+            problem = (f"The recipe's default GPU, {profiles[want].display_name}, cannot run the "
+                       f"{self.variant_label(variant_id)} checkpoint." if want in profiles else
+                       f"The recipe's default GPU {want!r} is not one this page offers.")
         # Unlike the public site, never land where no offered strategy can hold
         # the weights (it lands there and shows a plan that cannot start).
         ok = [h for h in ok if self.can_hold(h, variant_id)] or ok

@@ -27,4 +27,9 @@ def flag_help(name: str) -> str:
     generated from the pinned vLLM release (``composer.vllm_cli``), or ""."""
     from composer import vllm_cli
 
-    return vllm_cli.help_text(name.split(".", 1)[0])
+    key = name.split(".", 1)[0]
+    text = vllm_cli.help_text(key)
+    choices = vllm_cli.OPTIONS.get(key, {}).get("choices")
+    if text.endswith(":") and choices:  # the list vLLM's help leads into
+        text += " " + ", ".join(str(c) for c in choices) + "."
+    return text

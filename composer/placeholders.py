@@ -19,15 +19,15 @@ SHELL_VARIABLES = {"HOME", "PATH", "USER", "PWD"}
 MEANINGS: tuple[tuple[str, str, str], ...] = (
     # (name pattern, meaning, example value)
     (r"HEAD_IP", "IP address of the head node (node 0), reachable from every other node.", "10.0.0.1"),
-    (r"IFACE_NAME", "Network interface the nodes use to reach each other (NCCL/Gloo), as `ip addr` lists it.", "eth0"),
+    (r"IFACE_NAME", "Network interface the nodes use to reach each other (NCCL/Gloo), as ip addr lists it.", "eth0"),
     (r"ROUTER_HOST", "Host name or IP address of the machine that runs the router.", "10.0.0.100"),
     (r"PREFILL_NODE_(\d+)", "IP address of prefill node {0} (the first node of a multi-node pool is its head).", "10.0.1.{0}"),
     (r"DECODE_NODE_(\d+)", "IP address of decode node {0} (the first node of a multi-node pool is its head).", "10.0.2.{0}"),
     (r"INSTANCE_(\d+)_IP", "IP address of the head node of vLLM instance {0} behind the router.", "10.0.3.{0}"),
     (r"MOONCAKE_MASTER_IP", "IP address of the host that runs the Mooncake master.", "10.0.0.50"),
-    (r"MOONCAKE_CONFIG_PATH", "Path of the Mooncake client config file on each vLLM node (its content is under the command).", "/etc/mooncake/config.json"),
+    (r"MOONCAKE_CONFIG_PATH", "Path of the Mooncake config file on each vLLM node; the Mooncake config tab writes it there.", "/etc/mooncake/config.json"),
     (r"MOONCAKE_STORE_CONFIG_PATH", "Path of the Mooncake store config file on the store host.", "/etc/mooncake/store.json"),
-    (r"MOONCAKE_(STORE_)?DEVICE_NAME", "RDMA device Mooncake transfers over, as `ibv_devices` lists it.", "mlx5_0"),
+    (r"MOONCAKE_(STORE_)?DEVICE_NAME", "RDMA device Mooncake transfers over, as ibv_devices lists it (empty: Mooncake picks the NICs nearest each GPU).", "mlx5_0"),
 )
 
 

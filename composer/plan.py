@@ -434,11 +434,19 @@ def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[dict], n
     label = ctx.kv_label(sel.kv_offload)
     if isinstance(extra.get("cpu_bytes_to_use_per_rank"), (int, float)):
         per_rank = extra["cpu_bytes_to_use_per_rank"] / gib
-        per_node = per_rank * hw.gpu_count
+        # The GPU ranks the commands run, not the node's GPUs (idle ones reserve nothing).
+        if sel.prefill:
+            lays = [pool_layout(ctx, sel, p, sel.pool(p).mode, sel.pool(p).nodes) for p in POOLS]
+        else:
+            lays = [layout_for(ctx, sel, sel.nodes)]
+        ranks = sum(lay.used_per_node * lay.nodes for lay in lays)
+        per_node = {lay.used_per_node for lay in lays}
+        node_text = (f"{per_rank * next(iter(per_node)):g} GiB on each {hw.display_name} node ({next(iter(per_node))} rank"
+                     f"{'s' if next(iter(per_node)) > 1 else ''})" if len(per_node) == 1 else f"on {hw.display_name} nodes")
         notices.add("info", "kv-host-memory",
-                    f"{label} KV offload reserves {per_rank:g} GiB of host memory per GPU rank: "
-                    f"{per_node:g} GiB on each {hw.display_name} node ({hw.gpu_count} ranks), "
-                    f"{per_node * sel.nodes:g} GiB for the {sel.nodes}-node cluster. It moves KV cache, never weights.")
+                    f"{label} KV offload reserves {per_rank:g} GiB of host memory per GPU rank: {node_text}, "
+                    f"{per_rank * ranks:g} GiB for the {ranks} rank{'s' if ranks > 1 else ''} of the deployment. "
+                    "It moves KV cache, never weights.")
     elif isinstance(extra.get("cpu_bytes_to_use"), (int, float)):
         total = extra["cpu_bytes_to_use"] / gib
         notices.add("info", "kv-host-memory",

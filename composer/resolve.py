@@ -188,8 +188,8 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
                   subject="variant", old=variant, new=runs)
             variant = runs
     default_hw, problem = ctx.default_hardware(variant)
-    if problem:
-        n.add("warning", "default-hardware", problem)
+    if problem and hw is None:  # said only where the default is what is shown
+        n.add("info", "default-hardware", f"{problem} {ctx.hw(default_hw).display_name} is shown.")
     if hw is not None:
         if hw not in ctx.listed_hardware:
             n.add("warning", "invalid-hardware", f"Hardware {_short(hw)} is not offered for this recipe; {ctx.hw(default_hw).display_name} is shown.")
@@ -223,9 +223,13 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         if (sid and want_nodes is None and default in supported and sid != default
                 and ctx.strategy(default).deploy_type == "single_node" and ctx.strategy(sid).deploy_type == "multi_node"):
             weights = ctx.weights_gb(variant)
+            verified = [c.strategy for c in r.meta.verified_configs
+                        if c.hardware == hw and c.strategy != sid and c.strategy in supported]
+            also = (f" The recipe verified {', '.join(ctx.strategy_label(v) for v in verified)} on "
+                    f"{ctx.hw(hw).display_name}; pick it under Strategy." if verified else "")
             n.add("info", "strategy-auto",
                   f"One {ctx.hw(hw).display_name} node ({ctx.hw(hw).vram_gb:g} GB) cannot hold {weights:g} GB of weights, "
-                  f"so {ctx.strategy_label(sid)} is shown instead of the recipe's default {ctx.strategy_label(default)}.")
+                  f"so {ctx.strategy_label(sid)} is shown instead of the recipe's default {ctx.strategy_label(default)}.{also}")
         if sid is None:
             n.add("error", "no-strategy", f"This recipe offers no strategy that runs on {ctx.hw(hw).display_name}.")
             sid = offered[0] if offered else "single_node_tp"

@@ -371,7 +371,7 @@ def script(plan_summary: str, cmd: Command, text: str) -> str:
     """A runnable shell script for one node: checks that every placeholder is set,
     then exports the env and runs the command."""
     names = sorted(set(m.group(0)[1:] for m in PLACEHOLDER_RE.finditer(text)) - {"HOME"})
-    lines = ["#!/usr/bin/env bash", f"# {comment(plan_summary)}", f"# {comment(cmd.label)} ({cmd.role})", "set -euo pipefail", ""]
+    lines = ["#!/usr/bin/env bash", f"# {comment(plan_summary)}", f"# {comment(cmd.label)}", "set -euo pipefail", ""]
     for name in names:
         lines.append(f': "${{{name}:?set {name} first (see the configurator page)}}"')
     if names:

@@ -9,6 +9,9 @@ import re
 import shlex
 
 import pytest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def flag(argv, name):
@@ -90,7 +93,22 @@ def test_simple_offload_memory_per_node_and_cluster(plan, hw, per_node, nodes):
     assert p["selection"]["nodes"] == nodes
     (n,) = [n for n in p["notices"] if n["code"] == "kv-host-memory"]
     assert "220 GiB" in n["message"] and f"{per_node} GiB on each" in n["message"]
-    assert f"{per_node * nodes} GiB for the {nodes}-node cluster" in n["message"]
+    ranks = per_node // 220 * nodes
+    assert f"{per_node * nodes} GiB for the {ranks} ranks of the deployment" in n["message"]
+
+
+def test_offload_memory_counts_the_ranks_that_run_not_idle_gpus():
+    # Found by the fresh-user trial: TP 1 on an 8-GPU B200 node was said to
+    # reserve 8 ranks' worth of host memory.
+    from composer.api import compose, make_context
+    from composer.loader import load_catalog, load_recipe
+
+    recipes = ROOT / "recipes"
+    rid = "meta-llama/Llama-3.3-70B-Instruct"
+    ctx = make_context(rid, load_recipe(recipes, rid), load_catalog(recipes))
+    p = compose(ctx, "variant=nvfp4&hardware=b200&kv_offload=simple")
+    (n,) = [n for n in p["notices"] if n["code"] == "kv-host-memory"]
+    assert "(1 rank)" in n["message"] and "220 GiB for the 1 rank" in n["message"]
 
 
 def test_mooncake_request_is_refused_with_its_reason(plan):

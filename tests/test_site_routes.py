@@ -143,3 +143,18 @@ def test_base_path_is_written_into_404_and_checked(tmp_path):
     for bad in ("recipes/", "/recipes", "/a b/", '/"><script>/'):
         with pytest.raises(build.BuildError, match="base-path"):
             build.build(ROOT / "recipes", tmp_path / "other", base_path=bad)
+
+
+def test_the_cli_takes_a_variant_checkpoint_id_as_the_page_does(capsys):
+    # Found by the fresh-user trial: /nvidia/Llama-3.3-70B-Instruct-FP4/ led to
+    # the page, the same id on the command line was "no such recipe".
+    from composer.cli import main
+
+    assert main(["nvidia/llama-3.3-70b-instruct-fp4", "--json"]) == 0
+    import json
+
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["recipe"]["id"] == "meta-llama/Llama-3.3-70B-Instruct" and plan["selection"]["variant"] == "nvfp4"
+    assert main(["nvidia/Llama-3.3-70B-Instruct-FP4", "--query", "variant=default", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["selection"]["variant"] == "default"  # an explicit variant wins
+    assert main(["nvidia/no-such-checkpoint"]) == 2

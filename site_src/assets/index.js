@@ -59,7 +59,8 @@
       d.querySelector(".facet-chosen").textContent = want[f].length ? `(${want[f].length})` : "";
     }
     sortItems(form.sort.value);
-    count.textContent = shown === items.length ? `${items.length} recipes` : `${shown} of ${items.length} recipes`;
+    const noun = (n) => (n === 1 ? "recipe" : "recipes");
+    count.textContent = shown === items.length ? `${items.length} ${noun(items.length)}` : `${shown} of ${items.length} ${noun(items.length)}`;
     document.getElementById("none").hidden = shown > 0;
     const params = new URLSearchParams();
     if (form.q.value.trim()) params.set("q", form.q.value.trim());
@@ -74,10 +75,11 @@
   if (start.get("q") !== null) form.q.value = start.get("q").slice(0, 200);
   if ([...form.sort.options].some((o) => o.value === start.get("sort"))) form.sort.value = start.get("sort");
   for (const f of facets) {
-    const want = (start.get(f) || "").split(",");
+    // Values are matched without regard to case (MI300X, mi300x, nvfp4 …).
+    const want = (start.get(f) || "").split(",").map((v) => v.toLowerCase());
     let any = false;
     for (const input of form.querySelectorAll(`input[name="${f}"]`)) {
-      input.checked = want.includes(input.value);
+      input.checked = want.includes(input.value.toLowerCase());
       any = any || input.checked;
     }
     if (any) form.querySelector(`details[data-facet="${f}"]`).open = true;
