@@ -132,11 +132,17 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
         excl = ctx.exclusive_with(f)
         new = tuple(x for x in sel.features if x != f) if on else tuple(x for x in sel.features if x not in excl) + (f,)
         desc = spec.description + (f" Turning it on turns off {', '.join(feature_label(ctx, x) for x in excl)}." if excl else "")
+        reason = ctx.feature_block_reason(f, sel.strategy)
+        query = base.with_values(features=list(new))
+        if reason is not None and not on:
+            # Offered with a strategy it runs with, when one works here (issue 12.6).
+            alt = _with_strategy(ctx, sel, base, lambda s, f=f: ctx.feature_block_reason(f, s) is None,
+                                 features=list(new))
+            if alt is not None:
+                reason, query = None, alt
         opts["features"].append({
             "id": f, "label": feature_label(ctx, f), "description": desc, "selected": on,
-            "disabled": ctx.feature_block_reason(f, sel.strategy) is not None,
-            "reason": ctx.feature_block_reason(f, sel.strategy),
-            "query": base.with_values(features=list(new)).query(),
+            "disabled": reason is not None, "reason": reason, "query": query.query(),
         })
     for fid in moded_features(ctx):
         # A method row for an enabled feature with a choice (semantics §7.2).
@@ -179,11 +185,17 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
                            "query": base.with_values(kv_offload=None).query()}]
     for kid in ctx.kv_options():
         reason = ctx.kv_block_reason(kid, sel.strategy, sel.hardware)
+        query = base.with_values(kv_offload=kid)
+        if reason is not None:
+            alt = _with_strategy(ctx, sel, base, lambda s, k=kid: ctx.kv_block_reason(k, s, sel.hardware) is None,
+                                 kv_offload=kid)
+            if alt is not None:
+                reason, query = None, alt
         opt = ctx.catalog.taxonomy.kv_offload.get(kid)
         desc = opt.description if opt else ctx.strategy(kid).description
         opts["kv_offload"].append({
             "id": kid, "label": ctx.kv_label(kid), "description": desc, "selected": kid == sel.kv_offload,
-            "disabled": reason is not None, "reason": reason, "query": base.with_values(kv_offload=kid).query(),
+            "disabled": reason is not None, "reason": reason, "query": query.query(),
         })
     store = ctx.catalog.strategies.get(sel.kv_offload) if sel.kv_offload else None
     if store is not None and store.deploy_type == "kv_store_lb" and deploy != "pd_cluster":
@@ -236,6 +248,27 @@ def _cuda_options(ctx: RecipeContext, sel: Selection, base: Request) -> list[dic
         out.append({"id": c, "label": label, "description": f"Container image {image}.", "selected": c == sel.cuda,
                     "disabled": False, "reason": None, "query": base.with_values(cuda=c).query()})
     return out
+
+
+def _with_strategy(ctx: RecipeContext, sel: Selection, base: Request, works, **values) -> Request | None:
+    """The query that sets ``values`` together with another strategy for which
+    ``works(strategy)`` holds and that composes without an error on this
+    hardware (same deployment kind first, then the recipe's default), or None.
+    The click's "Also changes strategy → …" says so before it is made."""
+    deploy = ctx.strategy(sel.strategy).deploy_type
+    cands = [s for s in ctx.strategies if s != sel.strategy and ctx.strategy_block_reason(s, sel.hardware) is None
+             and works(s)]
+    cands.sort(key=lambda s: (ctx.strategy(s).deploy_type != deploy, s != ctx.recipe.default_strategy))
+    for s in cands:
+        same = ctx.strategy(s).deploy_type == deploy
+        pools = {} if same and deploy == "pd_cluster" else dict(prefill_mode=None, prefill_nodes=None,
+                                                                  decode_mode=None, decode_nodes=None)
+        query = base.with_values(strategy=s, nodes=base.get("nodes") if same else None, hardware=sel.hardware,
+                                 **pools, **values)
+        got, notices = resolved_with_notices(ctx, dict(query.values))
+        if got.strategy == s and not any(n.level == "error" for n in notices):
+            return query
+    return None
 
 
 def _hardware_query(ctx: RecipeContext, sel: Selection, base: Request, hw: str) -> Request:

@@ -57,3 +57,27 @@ def test_no_pill_is_disabled_when_some_variant_runs_there():
             else:
                 got = compose(ctx, o["query"])["selection"]
                 assert got["hardware"] == o["id"], (rid, o["id"])
+
+
+def test_a_feature_the_strategy_does_not_allow_is_offered_with_one_that_does(k3):
+    # "The same rule for every dimension": K3's spec decoding is not for TP+PP.
+    page = compose_page(k3, "hardware=h200&strategy=multi_node_tp_pp")
+    spec = next(o for o in page["options"]["features"] if o["id"] == "spec_decoding")
+    assert not spec["disabled"] and "strategy →" in spec["effects"]
+    after = compose(k3, spec["query"])
+    assert "spec_decoding" in after["selection"]["features"] and after["selection"]["strategy"] != "multi_node_tp_pp"
+    assert after["selection"]["hardware"] == "h200" and after["status"] == "ok"
+    assert all("--speculative-config" in c["argv"] for c in after["commands"])
+
+
+def test_kv_offload_is_offered_with_a_strategy_only_where_one_works(k3):
+    page = compose_page(k3, "hardware=h200&strategy=multi_node_tp_pp")
+    lmcache = next(o for o in page["options"]["kv_offload"] if o["id"] == "lmcache")
+    assert lmcache["disabled"]  # only single-node TP allows it, and one H200 cannot hold K3
+    # On B300 one node holds K3: from multi-node TEP, LMCache comes with single-node TP.
+    b300 = compose_page(k3, "hardware=b300&strategy=multi_node_tep")
+    lm = next(o for o in b300["options"]["kv_offload"] if o["id"] == "lmcache")
+    assert not lm["disabled"] and "Single-node TP" in lm["effects"]
+    got = compose(k3, lm["query"])
+    assert got["selection"]["kv_offload"] == "lmcache" and got["selection"]["strategy"] == "single_node_tp"
+    assert got["status"] == "ok"
