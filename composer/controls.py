@@ -140,6 +140,9 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
                                  features=list(new))
             if alt is not None:
                 reason, query = None, alt
+        if reason is not None and on:
+            # On but not emitted with this strategy: it can still be turned off.
+            desc, reason = f"Not emitted with {ctx.strategy_label(sel.strategy)}: {reason} {desc}".strip(), None
         opts["features"].append({
             "id": f, "label": feature_label(ctx, f), "description": desc, "selected": on,
             "disabled": reason is not None, "reason": reason, "query": query.query(),

@@ -81,3 +81,11 @@ def test_kv_offload_is_offered_with_a_strategy_only_where_one_works(k3):
     got = compose(k3, lm["query"])
     assert got["selection"]["kv_offload"] == "lmcache" and got["selection"]["strategy"] == "single_node_tp"
     assert got["status"] == "ok"
+
+
+def test_a_feature_that_is_on_but_not_emitted_can_be_turned_off(k3):
+    page = compose_page(k3, "hardware=h200&strategy=multi_node_tp_pp&features=tool_calling,spec_decoding")
+    spec = next(o for o in page["options"]["features"] if o["id"] == "spec_decoding")
+    assert spec["selected"] and not spec["disabled"] and "Not emitted" in spec["description"]
+    off = compose(k3, spec["query"])
+    assert "spec_decoding" not in off["selection"]["features"]
