@@ -29,9 +29,10 @@ DEFAULT_RECIPES = Path(__file__).resolve().parent.parent / "recipes"
 
 
 def render_text(plan: dict, explain: bool = False) -> str:
-    """What a person copies: the install steps, then per command a header, env
-    exports and the command, then the companion processes (LMCache server,
-    Mooncake master, config files) with their own install lines."""
+    """What a person copies, in the order to run it: the install steps (an
+    optional dependency as a comment, with its note), the companion processes
+    (LMCache server, Mooncake master, config files), then per command a header,
+    its own install line (the router's) and its env exports and command."""
     out = [f"# {comment(plan['recipe']['title'])}: {comment(plan['summary'])}"]
     for n in plan["notices"]:
         out.append(f"# [{n['level']}] {comment(n['message'])}")
@@ -42,13 +43,27 @@ def render_text(plan: dict, explain: bool = False) -> str:
         out.append("# The plan has errors; the commands below are NOT expected to work.")
     inst = plan["install"]
     first = inst["docker"] if plan["selection"].get("install") == "docker" and inst["docker"] else inst["pip"]
-    steps = [first] if first else []
-    steps += [d["command"] for d in inst.get("dependencies", ())] + list(inst["extras"])
+    steps = [f"# {comment(n)}" for n in inst["notes"]] + ([first] if first else [])
+    for d in inst.get("dependencies", ()):
+        note = d.get("note") or ""
+        why = note if not d.get("optional") or note.lower().startswith("optional") else f"optional: {note}".rstrip(": ")
+        if why:
+            steps.append(f"# {comment(why)}")
+        steps.append(("# " + comment(d["command"])) if d.get("optional") else d["command"])
+    steps += list(inst["extras"])
     if steps:
         out += ["", "# --- Install (every node) ---", *steps]
+    # Companions first: they must run before the vLLM commands that use them.
+    for c in plan["companions"]:
+        out += ["", f"# --- {comment(c['label'])} (start first) ---", f"# {comment(c['description'])}"]
+        if c.get("install"):
+            out.append(c["install"])
+        out.append(c["command"])
     for c in cmds:
         out.append("")
         out.append(f"# --- {comment(c['label'])} ({c['role']}) ---")
+        if c.get("install"):
+            out.append(c["install"])
         out.append(c["text"])
         if explain:
             for f in c["provenance"]:
@@ -61,11 +76,6 @@ def render_text(plan: dict, explain: bool = False) -> str:
                 for r in e["replaced"]:
                     line += "  " + comment(f"(replaced {r['value']} from {r['layer']}: {r['key']})")
                 out.append(line)  # comment() keeps every explain line one line
-    for c in plan["companions"]:
-        out += ["", f"# --- {comment(c['label'])} (companion) ---", f"# {comment(c['description'])}"]
-        if c.get("install"):
-            out.append(c["install"])
-        out.append(c["command"])
     return "\n".join(out)
 
 

@@ -265,7 +265,7 @@ class RecipeContext:
         found = lookup_value(self.recipe.strategy_hardware.get(sid), hw_id, hw)
         if found is not None:
             if found[1] == "unsupported":
-                return f"The recipe marks {self.strategy_label(sid)} unsupported on {hw.display_name}."
+                return f"This model's recipe does not support {self.strategy_label(sid)} on {hw.display_name}."
             return None
         if sid not in self.recipe.compatible_strategies and sid != OMNI_STRATEGY.name:
             return f"{self.strategy_label(sid)} is offered only on the hardware the recipe grants it."
@@ -418,7 +418,7 @@ class RecipeContext:
                 return f"{label} needs a strategy this recipe does not offer ({', '.join(opt.strategies)})."
             support = self.recipe.kv_offload_support.get(kid)
             if support == "unsupported":
-                return f"The recipe marks {label} unsupported."
+                return f"This model's recipe does not support {label}."
             if opt.requires_opt_in and support != "verified":
                 return f"{label} is offered only where the recipe records a verified run."
             if opt.brands is not None and hw.brand not in opt.brands:
@@ -428,7 +428,7 @@ class RecipeContext:
             return None
         gate = self.recipe.kv_cache_strategy_hardware.get(kid, {})
         if gate.get(hw_id) == "unsupported":
-            return f"The recipe marks {label} unsupported on {hw.display_name}."
+            return f"This model's recipe does not support {label} on {hw.display_name}."
         if not hw.scalable or hw.brand not in ("NVIDIA", "AMD"):
             return f"{label} needs clusterable NVIDIA or AMD hardware."
         store = self.strategy(kid)

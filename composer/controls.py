@@ -35,18 +35,28 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
         if other is not None:
             reason = None
             query = query.with_values(variant=None if other == "default" else other, strategy=None, **pd_keys)
+        if reason is None and h != sel.hardware:
+            query, reason = _working(query, ctx, dict(strategy=None, nodes=None, **pd_keys))
         opts["hardware"].append({
             "id": h, "label": p.display_name, "group": p.brand, "gpus": p.gpu_count,
             "gb_per_node": p.vram_gb, "gb_per_gpu": round(p.gb_per_gpu), "verified": ctx.is_verified(h),
             "description": p.description, "selected": h == sel.hardware, "disabled": reason is not None,
             "reason": reason, "query": query.query(),
         })
-    opts["variant"] = [{
-        "id": v, "label": ctx.variant_label(v), "description": ctx.variant(v).description,
-        "weights_gb": ctx.weights_gb(v), "selected": v == sel.variant, "disabled": False, "reason": None,
-        "query": base.with_values(variant=v, strategy=None, nodes=None, **pd_keys,
-                                  hardware=None if ctx.hardware_block_reason(sel.hardware, v) else base.get("hardware")).query(),
-    } for v in ctx.recipe.variants]
+    opts["variant"] = []
+    for v in ctx.recipe.variants:
+        # The GPU in use stays when the checkpoint runs there (stated: the
+        # recipe's default GPU for this checkpoint may be another one).
+        query = base.with_values(variant=v, strategy=None, nodes=None, **pd_keys,
+                                 hardware=None if ctx.hardware_block_reason(sel.hardware, v) else sel.hardware)
+        reason = None
+        if v != sel.variant:
+            query, reason = _working(query, ctx, dict(hardware=None))
+        opts["variant"].append({
+            "id": v, "label": ctx.variant_label(v), "description": ctx.variant(v).description,
+            "weights_gb": ctx.weights_gb(v), "selected": v == sel.variant, "disabled": reason is not None,
+            "reason": reason, "query": query.query(),
+        })
 
     deploy = ctx.strategy(sel.strategy).deploy_type
     weights = ctx.weights_gb(sel.variant)
@@ -142,7 +152,7 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
                 reason, query = None, alt
         if reason is not None and on:
             # On but not emitted with this strategy: it can still be turned off.
-            desc, reason = f"Not emitted with {ctx.strategy_label(sel.strategy)}: {reason} {desc}".strip(), None
+            desc, reason = f"Not emitted: {reason} {desc}".strip(), None
         opts["features"].append({
             "id": f, "label": feature_label(ctx, f), "description": desc, "selected": on,
             "disabled": reason is not None, "reason": reason, "query": query.query(),
@@ -251,6 +261,24 @@ def _cuda_options(ctx: RecipeContext, sel: Selection, base: Request) -> list[dic
         out.append({"id": c, "label": label, "description": f"Container image {image}.", "selected": c == sel.cuda,
                     "disabled": False, "reason": None, "query": base.with_values(cuda=c).query()})
     return out
+
+
+def _working(query: Request, ctx: RecipeContext, fallback: dict) -> tuple[Request, str | None]:
+    """``(query, None)`` when ``query`` composes without an error; else the
+    query with ``fallback`` applied (e.g. the recommended strategy instead of
+    the current one) when that does; else ``(query, the error)``: an option
+    never leads to an error page without saying so (fresh-user finding)."""
+    def error(q: Request) -> str | None:
+        _, notices = resolved_with_notices(ctx, dict(q.values))
+        return next((n.message for n in notices if n.level == "error"), None)
+
+    why = error(query)
+    if why is None:
+        return query, None
+    other = query.with_values(**fallback)
+    if other.values != query.values and error(other) is None:
+        return other, None
+    return query, why
 
 
 def _with_strategy(ctx: RecipeContext, sel: Selection, base: Request, works, **values) -> Request | None:

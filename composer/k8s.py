@@ -236,7 +236,7 @@ def _pod_spec(form: _Form, containers: list[dict], volumes: list[dict], notes: d
         notes[path + ("nodeSelector",)] = [
             f"{PARAM} gpu-node-selector: schedule on {gpu} nodes only. Label them "
             f"(kubectl label node NODE {GPU_LABEL}={hw_label}) or use a label they already carry "
-            "(NVIDIA GPU Feature Discovery sets nvidia.com/gpu.product)."]
+            "(e.g. one your GPU operator's node labeller sets for the GPU model)."]
     spec["containers"] = containers
     spec["volumes"] = volumes
     notes[path + ("volumes",)] = ["/dev/shm in memory (NCCL and vLLM's shared memory; Docker's --ipc=host) "

@@ -338,7 +338,7 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
     lower = max(floor, want_nodes or 1)
     nodes = smallest_nodes(ctx, sel, lower, lambda k: layout_for(ctx, sel, k), floor)
     if nodes is None:
-        n.add("error", "capacity", f"No node count up to {MAX_NODES} of {hwname} gives {ctx.strategy_label(sid)} a valid layout that holds the weights. {fit_hint(ctx, sel)}")
+        n.add("error", "capacity", f"No node count up to {MAX_NODES} of {hwname} gives {ctx.strategy_label(sid)} a valid layout with room for the weights and the KV cache. {fit_hint(ctx, sel)}")
         nodes = lower if lower <= MAX_NODES else MAX_NODES
     elif want_nodes is not None and nodes != want_nodes:
         floor_msg = f"{ctx.strategy_label(sid)} needs at least {floor} nodes ({max(ctx.floor_gpus(sid, hw), 2 * ctx.hw(hw).gpu_count) if floor == 2 else ctx.floor_gpus(sid, hw)} GPUs)."
@@ -498,8 +498,8 @@ def fit_hint(ctx: RecipeContext, sel: Selection) -> str:
     weights = ctx.weights_gb(sel.variant)
     if weights is None:
         return ""
-    hold = [ctx.hw(h).display_name for h in ctx.listed_hardware
-            if ctx.hardware_block_reason(h, sel.variant) is None and ctx.fits_one_node(h, sel.variant)]
+    hold = [ctx.hw(h).display_name for h in ctx.listed_hardware if h != sel.hardware
+            and ctx.hardware_block_reason(h, sel.variant) is None and ctx.fits_one_node(h, sel.variant)]
     hw = ctx.hw(sel.hardware)
     parts = []
     multi = [s for s in ctx.strategies if ctx.strategy(s).deploy_type == "multi_node" and ctx.strategy_block_reason(s, sel.hardware) is None]
@@ -574,7 +574,7 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
         nodes = smallest_nodes(ctx, sel_p, lower, lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), floor, name)
         label = f"{name.capitalize()} pool ({mode.upper()})"
         if nodes is None:
-            n.add("error", "capacity", f"{label}: no node count up to {MAX_NODES} of {ctx.hw(hw).display_name} holds the weights with a valid layout.")
+            n.add("error", "capacity", f"{label}: no node count up to {MAX_NODES} of {ctx.hw(hw).display_name} has room for the weights and the KV cache with a valid layout.")
             nodes = min(lower, MAX_NODES)
         elif want is not None and nodes != want:
             floor_msg = f"{mode.upper()} needs at least {ctx.floor_gpus(mode, hw)} GPUs."

@@ -255,6 +255,12 @@ def install(ctx: RecipeContext, sel, companions: list[CompanionProcess]) -> Inst
     kv = ctx.catalog.taxonomy.kv_offload.get(sel.kv_offload) if sel.kv_offload else None
     if kv is not None and kv.install:
         extras.append(_install(kv.install))
+    vllm_pkgs = [x for x in ([_install(kv.install)] if kv is not None and kv.install else [])
+                 + [_mooncake_install(ctx, sel)] if x]
+    if sel.install == "docker" and image and vllm_pkgs:
+        # The connector runs inside vLLM's process: the container needs it, not the host.
+        notes.append(f"The {image} image does not include what the KV connector needs ({'; '.join(vllm_pkgs)}): "
+                     f"build an image FROM {image} that runs it (with uv pip install --system) and use that image.")
     return Install(pip=pip, docker=f"docker pull {quote(image)}" if image else None, image=image, notes=tuple(notes),
                    extras=tuple(dict.fromkeys(extras)),
                    docker_reason=None if image else docker_reason(ctx, sel.hardware, sel.variant, sel.kv_offload),
@@ -286,12 +292,17 @@ def docker_argv(ctx: RecipeContext, sel, cmd: Command, multi_host: bool) -> list
     if image is None or cmd.argv[:2] != ("vllm", "serve"):
         return None
     argv = ["docker", "run", "--rm"] + GPU_FLAGS[brand] + ["--ipc=host"]
-    if multi_host:
+    # Host networking when the container must reach other hosts or a process
+    # beside it on this host (an LMCache server, a Mooncake master: localhost).
+    if multi_host or companions(ctx, sel):
         argv += ["--network", "host"]
     else:
         port = flag_value(cmd.argv, "--port") or "8000"
         argv += ["-p", f"{port}:{port}"]
     argv += HF_CACHE
+    for k, v in cmd.env.items():
+        if k.endswith("_CONFIG_PATH"):  # a config file written on the host (semantics §10)
+            argv += ["-v", f"{v}:{v}:ro"]
     for k, v in cmd.env.items():
         argv += ["-e", f"{k}={v}"]
     return argv + [image] + list(cmd.argv[2:])
@@ -334,6 +345,17 @@ def companions(ctx: RecipeContext, sel) -> list[CompanionProcess]:
         if f and f.companion and f.companion.command and not ctx.feature_block_reason(fid, sel.strategy):
             out.append(CompanionProcess(f.companion.label or fid, f.companion.description, recipe_command(f.companion.command), None))
     return out
+
+
+def _mooncake_install(ctx: RecipeContext, sel) -> str | None:
+    """The Mooncake transfer engine's install line for this brand (the KV
+    store's ``vllm.install``), or None."""
+    store = ctx.catalog.strategies.get(sel.kv_offload) if sel.kv_offload else None
+    if store is None or store.deploy_type != "kv_store_lb":
+        return None
+    inst = (store.vllm or {}).get("install") or {}
+    line = inst.get(brand_key(ctx, sel.hardware)) if isinstance(inst, dict) else inst
+    return _install(line)
 
 
 def _mooncake_companions(ctx: RecipeContext, sel, store) -> list[CompanionProcess]:

@@ -115,9 +115,9 @@ def test_mooncake_request_is_refused_with_its_reason(plan):
     p = plan("kv_offload=kv_store_distributed_mooncake")
     assert p["selection"]["kv_offload"] == "off"
     (n,) = [n for n in p["notices"] if n["code"] == "kv-offload-unavailable"]
-    assert "unsupported" in n["message"]
+    assert "does not support Mooncake" in n["message"]
     opt = next(o for o in p["options"]["kv_offload"] if o["id"] == "kv_store_distributed_mooncake")
-    assert opt["disabled"] and "unsupported on B300" in opt["reason"]
+    assert opt["disabled"] and "does not support Mooncake on B300" in opt["reason"]
     assert not any("MooncakeStoreConnector" in " ".join(c["argv"]) for c in p["commands"])
 
 
@@ -170,7 +170,7 @@ def test_tp_dp_where_one_node_cannot_hold_a_replica_is_an_error_and_disabled(pla
     assert p["status"] == "error" and p["commands"] == []
     assert p["capacity"][0]["fits"] is False and "each replica" in p["capacity"][0]["where"]
     opt = next(o for o in plan("hardware=h200")["options"]["strategy"] if o["id"] == "multi_node_tp_dp")
-    assert opt["disabled"] and "holds the weights" in opt["reason"]
+    assert opt["disabled"] and "room for the weights" in opt["reason"]
 
 
 # ---- inputs found by adversarial testing (kept as regression tests) ----

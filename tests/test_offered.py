@@ -53,7 +53,10 @@ def test_no_pill_is_disabled_when_some_variant_runs_there():
         page = compose_page(ctx, "")
         for o in page["options"]["hardware"]:
             if o["disabled"]:
-                assert all(ctx.hardware_block_reason(o["id"], v) for v in ctx.recipe.variants), (rid, o["id"])
+                # Disabled only when no variant runs there, or when it runs but
+                # no plan starts there (the option then says the error).
+                runs = [v for v in ctx.recipe.variants if not ctx.hardware_block_reason(o["id"], v)]
+                assert not runs or compose(ctx, f"hardware={o['id']}")["status"] == "error", (rid, o["id"])
             else:
                 got = compose(ctx, o["query"])["selection"]
                 assert got["hardware"] == o["id"], (rid, o["id"])
@@ -89,3 +92,28 @@ def test_a_feature_that_is_on_but_not_emitted_can_be_turned_off(k3):
     assert spec["selected"] and not spec["disabled"] and "Not emitted" in spec["description"]
     off = compose(k3, spec["query"])
     assert "spec_decoding" not in off["selection"]["features"]
+
+
+def test_no_enabled_option_leads_to_an_error_page(k3):
+    # Found by the second pass: from TP+DP on B300, H100 kept TP+DP and landed
+    # on "no node count works"; an option now brings a strategy that works, or
+    # is disabled with the error.
+    for query in ("hardware=b300&strategy=multi_node_tp_dp", "hardware=h200&strategy=multi_node_tp_pp", ""):
+        page = compose_page(k3, query)
+        for dim in ("hardware", "variant", "strategy", "features", "kv_offload"):
+            for o in page["options"].get(dim, ()):
+                if not o["disabled"] and not o["selected"]:
+                    assert compose(k3, o["query"])["status"] == "ok", (query, dim, o["id"])
+
+
+def test_a_variant_click_keeps_the_gpu_it_runs_on():
+    # Found by the second pass: Llama NVFP4 on B200 → BF16 moved to H200 (the
+    # recipe's default GPU), though BF16 runs on B200.
+    from pathlib import Path
+
+    recipes = Path(__file__).resolve().parents[1] / "recipes"
+    rid = "meta-llama/Llama-3.3-70B-Instruct"
+    ctx = make_context(rid, load_recipe(recipes, rid), load_catalog(recipes))
+    page = compose_page(ctx, "hardware=b200&variant=nvfp4")
+    for o in page["options"]["variant"]:
+        assert compose(ctx, o["query"])["selection"]["hardware"] == "b200", o["id"]

@@ -266,7 +266,10 @@
     return out;
   }
   function phSubstitute(text, vals) {
-    return text.replace(/\$([A-Z][A-Z0-9_]*)/g, (m, name) => (vals.has(name) ? vals.get(name) : m));
+    // ${NAME:-fallback} (a companion's default) and $NAME, whole names only.
+    return text
+      .replace(/\$\{([A-Z][A-Z0-9_]*):-[^}"'`$]*\}/g, (m, name) => (vals.has(name) ? vals.get(name) : m))
+      .replace(/\$([A-Z][A-Z0-9_]*)/g, (m, name) => (vals.has(name) ? vals.get(name) : m));
   }
   function applyPlaceholders() {
     const vals = phValues();

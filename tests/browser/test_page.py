@@ -208,7 +208,7 @@ def test_pd_pools_kv_offload_and_explain(page, server):
     moon = page.locator('#controls input[name="kv_offload"][value="kv_store_distributed_mooncake"]')
     assert moon.is_disabled()
     title = page.locator('#controls label.opt:has(input[value="kv_store_distributed_mooncake"])').get_attribute("title")
-    assert "unsupported" in title
+    assert "does not support" in title
     # KV offload drives the URL and the command on a non-P/D strategy.
     click(page, "strategy", "multi_node_tp")  # the recommended strategy on GB200: omitted from the URL
     page.wait_for_function("() => !location.search.includes('pd_cluster')")
