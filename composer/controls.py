@@ -329,7 +329,7 @@ def _dim_values(sel: Selection) -> dict[str, set[str]]:
 
 
 EFFECT_DIMS = ("hardware", "variant", "nodes", "strategy", "prefill_mode", "prefill_nodes", "decode_mode",
-               "decode_nodes", "features", "kv_offload")
+               "decode_nodes", "features", "advanced", "kv_offload", "instances")
 
 
 def _mark_defaults_and_effects(ctx: RecipeContext, sel: Selection, opts: dict) -> None:
@@ -350,11 +350,12 @@ def _mark_defaults_and_effects(ctx: RecipeContext, sel: Selection, opts: dict) -
             for d in EFFECT_DIMS:
                 if d == dim or got.get(d) == current.get(d):
                     continue
-                if d in ("features",):
+                if d in ("features", "advanced"):
                     on = sorted(got[d] - current[d])
                     off = sorted(current[d] - got[d])
-                    parts = [f"+{feature_label(ctx, f)}" for f in on] + [f"−{feature_label(ctx, f)}" for f in off]
-                    changes.append(f"features {' '.join(parts)}")
+                    name = (lambda f: feature_label(ctx, f)) if d == "features" else _advanced_label(ctx)
+                    parts = [f"+{name(f)}" for f in on] + [f"−{name(f)}" for f in off]
+                    changes.append(f"{'features' if d == 'features' else 'Advanced'} {' '.join(parts)}")
                 elif got.get(d):
                     value = next(iter(got[d]))
                     label = ctx.strategy_label(value) if d == "strategy" else (
@@ -369,6 +370,15 @@ def _mark_defaults_and_effects(ctx: RecipeContext, sel: Selection, opts: dict) -
                     changes.append(f"{feature_label(ctx, fid)} → {mode_label(ctx, fid, next(iter(got[d])))}")
             if changes:
                 item["effects"] = "Also changes " + "; ".join(changes) + "."
+
+
+def _advanced_label(ctx: RecipeContext):
+    """id → label of every Advanced knob (built-in and the recipe's own)."""
+    from composer.context import BUILTIN_ADVANCED
+
+    labels = {k[0]: k[1] for k in BUILTIN_ADVANCED}
+    labels.update({k.id: k.label or k.id for k in ctx.recipe.advanced_options})
+    return lambda a: labels.get(a, a)
 
 
 def groups(ctx: RecipeContext | None = None) -> dict:
