@@ -117,3 +117,16 @@ def test_a_variant_click_keeps_the_gpu_it_runs_on():
     page = compose_page(ctx, "hardware=b200&variant=nvfp4")
     for o in page["options"]["variant"]:
         assert compose(ctx, o["query"])["selection"]["hardware"] == "b200", o["id"]
+
+
+def test_no_enabled_option_of_a_corpus_default_page_leads_to_an_error(catalog):
+    bad = []
+    for rid in recipe_paths(CORPUS):
+        ctx = make_context(rid, load_recipe(CORPUS, rid), catalog)
+        page = compose_page(ctx, "")
+        for dim in ("hardware", "variant", "strategy", "features", "kv_offload", "nodes"):
+            for o in page["options"].get(dim, ()):
+                if not o["disabled"] and not o["selected"]:
+                    if compose(ctx, o["query"], kubernetes=False)["status"] != "ok":
+                        bad.append((rid, dim, o["id"]))
+    assert not bad, bad[:10]
