@@ -383,6 +383,11 @@ class RecipeContext:
     def all_advanced_ids(self) -> set[str]:
         return {k[0] for k in BUILTIN_ADVANCED} | {o.id for o in self.recipe.advanced_options}
 
+    def advanced_label(self, aid: str) -> str:
+        """An Advanced knob's label (built-in or the recipe's own), else its id."""
+        own = next((o.label for o in self.recipe.advanced_options if o.id == aid and o.label), None)
+        return own or next((k[1] for k in BUILTIN_ADVANCED if k[0] == aid), aid)
+
     # ----- KV offload -------------------------------------------------------
     @_memo
     def kv_options(self) -> list[str]:

@@ -237,7 +237,7 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
          "description": (f"Kubernetes manifests running the {image} container: a Deployment for one node, a LeaderWorkerSet "
                          "across nodes, a DisaggregatedSet for P/D.") if image else "",
          "selected": sel.install == "k8s", "disabled": image is None,
-         "reason": None if image else f"No vLLM container image is known for {hwp.brand} hardware.",
+         "reason": None if image else run.docker_reason(ctx, sel.hardware, sel.variant, sel.kv_offload),
          "query": base.with_values(install="k8s").query()},
     ]
     cuda = _cuda_options(ctx, sel, base)
@@ -263,20 +263,22 @@ def _cuda_options(ctx: RecipeContext, sel: Selection, base: Request) -> list[dic
     return out
 
 
+def _error(ctx: RecipeContext, query: Request) -> str | None:
+    """The first error the plan of ``query`` has, or None (cached resolution)."""
+    _, notices = resolved_with_notices(ctx, dict(query.values))
+    return next((n.message for n in notices if n.level == "error"), None)
+
+
 def _working(query: Request, ctx: RecipeContext, fallback: dict) -> tuple[Request, str | None]:
     """``(query, None)`` when ``query`` composes without an error; else the
     query with ``fallback`` applied (e.g. the recommended strategy instead of
     the current one) when that does; else ``(query, the error)``: an option
     never leads to an error page without saying so (fresh-user finding)."""
-    def error(q: Request) -> str | None:
-        _, notices = resolved_with_notices(ctx, dict(q.values))
-        return next((n.message for n in notices if n.level == "error"), None)
-
-    why = error(query)
+    why = _error(ctx, query)
     if why is None:
         return query, None
     other = query.with_values(**fallback)
-    if other.values != query.values and error(other) is None:
+    if other.values != query.values and _error(ctx, other) is None:
         return other, None
     return query, why
 
@@ -296,8 +298,7 @@ def _with_strategy(ctx: RecipeContext, sel: Selection, base: Request, works, **v
                                                                   decode_mode=None, decode_nodes=None)
         query = base.with_values(strategy=s, nodes=base.get("nodes") if same else None, hardware=sel.hardware,
                                  **pools, **values)
-        got, notices = resolved_with_notices(ctx, dict(query.values))
-        if got.strategy == s and not any(n.level == "error" for n in notices):
+        if resolved_selection(ctx, dict(query.values)).strategy == s and _error(ctx, query) is None:
             return query
     return None
 
@@ -353,7 +354,7 @@ def _mark_defaults_and_effects(ctx: RecipeContext, sel: Selection, opts: dict) -
                 if d in ("features", "advanced"):
                     on = sorted(got[d] - current[d])
                     off = sorted(current[d] - got[d])
-                    name = (lambda f: feature_label(ctx, f)) if d == "features" else _advanced_label(ctx)
+                    name = (lambda f: feature_label(ctx, f)) if d == "features" else ctx.advanced_label
                     parts = [f"+{name(f)}" for f in on] + [f"−{name(f)}" for f in off]
                     changes.append(f"{'features' if d == 'features' else 'Advanced'} {' '.join(parts)}")
                 elif got.get(d):
@@ -370,15 +371,6 @@ def _mark_defaults_and_effects(ctx: RecipeContext, sel: Selection, opts: dict) -
                     changes.append(f"{feature_label(ctx, fid)} → {mode_label(ctx, fid, next(iter(got[d])))}")
             if changes:
                 item["effects"] = "Also changes " + "; ".join(changes) + "."
-
-
-def _advanced_label(ctx: RecipeContext):
-    """id → label of every Advanced knob (built-in and the recipe's own)."""
-    from composer.context import BUILTIN_ADVANCED
-
-    labels = {k[0]: k[1] for k in BUILTIN_ADVANCED}
-    labels.update({k.id: k.label or k.id for k in ctx.recipe.advanced_options})
-    return lambda a: labels.get(a, a)
 
 
 def groups(ctx: RecipeContext | None = None) -> dict:

@@ -285,16 +285,17 @@ def install_notices(ctx: RecipeContext, sel, notices) -> None:
                     subject="min_vllm_version", new=minver)
 
 
-def docker_argv(ctx: RecipeContext, sel, cmd: Command, multi_host: bool) -> list[str] | None:
-    """``docker run …`` for one serve command; None when no image is known."""
+def docker_argv(ctx: RecipeContext, sel, cmd: Command, host_network: bool) -> list[str] | None:
+    """``docker run …`` for one serve command; None when no image is known.
+    ``host_network``: the container must reach other hosts (multi-node, P/D)
+    or a process beside it on this host (an LMCache server, a Mooncake
+    master: localhost); otherwise it publishes the port it serves."""
     image = docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, getattr(sel, "cuda", None))
     brand = brand_key(ctx, sel.hardware)
     if image is None or cmd.argv[:2] != ("vllm", "serve"):
         return None
     argv = ["docker", "run", "--rm"] + GPU_FLAGS[brand] + ["--ipc=host"]
-    # Host networking when the container must reach other hosts or a process
-    # beside it on this host (an LMCache server, a Mooncake master: localhost).
-    if multi_host or companions(ctx, sel):
+    if host_network:
         argv += ["--network", "host"]
     else:
         port = flag_value(cmd.argv, "--port") or "8000"

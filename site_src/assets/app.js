@@ -38,10 +38,14 @@
     if (["light", "dark", "auto"].includes(q.get("theme"))) v.theme = q.get("theme");
     return v;
   })();
+  // A query as the composer writes it: lists (",") and modes (":") unescaped.
+  function queryText(q) {
+    return q.toString().replace(/%2C/g, ",").replace(/%3A/g, ":");
+  }
   function withView(planUrl) {
     const q = new URLSearchParams(planUrl.replace(/^\?/, ""));
     for (const [k, v] of Object.entries(view)) q.set(k, v);
-    const s = q.toString().replace(/%2C/g, ",").replace(/%3A/g, ":");
+    const s = queryText(q);
     return s ? "?" + s : "";
   }
   // The plan's query is the address's own text minus the view parameters,
@@ -93,7 +97,7 @@
       const q = new URLSearchParams(location.search);  // the link's own query stays, even in a preview
       if (next === "auto") q.delete("theme");
       else q.set("theme", next);
-      const s = q.toString().replace(/%2C/g, ",").replace(/%3A/g, ":");
+      const s = queryText(q);
       history.replaceState(history.state, "", location.pathname + (s ? "?" + s : "") + location.hash);
       showTheme();
     });
@@ -207,7 +211,7 @@
         for (const k of ["nodes", "prefill_nodes", "decode_nodes"]) q.delete(k);
       }
     }
-    return q.toString().replace(/%2C/g, ",").replace(/%3A/g, ":");
+    return queryText(q);
   }
 
   // ----- rendering: swap the worker's fragments in --------------------------
