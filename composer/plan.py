@@ -483,9 +483,9 @@ def plan_and_selection(ctx: RecipeContext, query, kubernetes: bool | None = None
     kv_memory_notice(ctx, sel, commands, notices)
     summary_text = summary(ctx, sel, commands)
     comps = run.companions(ctx, sel)
-    multi_host = len([c for c in commands if c.role != "router"]) > 1
+    host_network = len([c for c in commands if c.role != "router"]) > 1 or bool(comps)
     for i, c in enumerate(commands):
-        d = run.docker_argv(ctx, sel, c, multi_host)
+        d = run.docker_argv(ctx, sel, c, host_network)
         docker = run.docker_text(d) if d else None
         text = docker if sel.install == "docker" and d else c.pip_text
         commands[i] = replace(c, docker_argv=tuple(d) if d else None, docker_text=docker, text=text,
@@ -533,9 +533,12 @@ def k8s_manifests(ctx: RecipeContext, sel: Selection, commands: list[Command], c
     whose ``reason`` says why there are none (no container image is known for
     the brand, or the plan cannot be expressed as one worker template)."""
     name = ctx.recipe_id.split("/")[-1] + "-" + sel.hardware + ".yaml"
-    image = run.docker_image(ctx, sel.hardware, sel.variant)
-    if image is None or not commands:
-        return Manifests(name, "", (), f"No vLLM container image is known for {ctx.hw(sel.hardware).brand} hardware.")
+    # The Docker form's image: the same KV-connector and CUDA choice.
+    image = run.docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, sel.cuda)
+    if image is None:
+        return Manifests(name, "", (), run.docker_reason(ctx, sel.hardware, sel.variant, sel.kv_offload))
+    if not commands:
+        return Manifests(name, "", (), "The plan has no commands to run.")
     if sel.prefill:
         layouts = {p: pool_layout(ctx, sel, p, sel.pool(p).mode, sel.pool(p).nodes) for p in POOLS}
     else:

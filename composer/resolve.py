@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from composer.context import BUILTIN_ADVANCED, MAX_NODES, MULTI_NODE_SIBLING, RecipeContext
+from composer.context import MAX_NODES, MULTI_NODE_SIBLING, RecipeContext
 from composer.layers import compose_layers
 from composer.layout import DEFAULT_GPU_UTIL, Layout, capacity, layout_problem, make_layout, strategy_mode
 from composer.modes import available_modes, default_mode, mode_block_reason, mode_label, moded_features, parse_fmode, preferred_mode
@@ -268,8 +268,7 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
     bad = [a for a in adv if a not in visible]
     for a in bad:
         if a in ctx.all_advanced_ids:
-            label = next((k[1] for k in BUILTIN_ADVANCED if k[0] == a), a)
-            n.add("warning", "advanced-unavailable", f"Advanced option {label} does not apply to {ctx.strategy_label(sid)} and is not emitted.")
+            n.add("warning", "advanced-unavailable", f"Advanced option {ctx.advanced_label(a)} does not apply to {ctx.strategy_label(sid)} and is not emitted.")
         else:
             n.add("warning", "invalid-advanced", f"Unknown Advanced option {_short(a)} ignored.")
     adv = tuple(a for a in adv if a in visible)
@@ -297,9 +296,9 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         else:
             install = want_install
     if install in ("docker", "k8s"):
-        from composer.run_forms import docker_image
+        from composer.run_forms import docker_image, docker_reason
         if docker_image(ctx, hw, variant, kv) is None:
-            n.add("warning", "install-unavailable", f"No vLLM container image is known for {ctx.hw(hw).brand} hardware; pip commands are shown.")
+            n.add("warning", "install-unavailable", f"{docker_reason(ctx, hw, variant, kv)} The pip commands are shown.")
             install = "pip"
     task = None
     if ctx.is_omni and ctx.omni_tasks():

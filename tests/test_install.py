@@ -345,3 +345,13 @@ def test_an_unreadable_dependency_command_is_an_error_with_its_key_path(tmp_path
     with pytest.raises(RecipeLoadError) as exc:
         validate(recipes)
     assert any(e.key == "dependencies[0].command" for e in exc.value.errors)
+
+
+def test_kubernetes_runs_the_image_the_docker_form_picks(our_catalog):
+    # Found in review: the manifests took the image without the CUDA (and KV
+    # connector) choice the Docker form applies.
+    ctx = _cuda_k3(our_catalog)
+    plan = compose(ctx, "hardware=h200&cuda=cu129")
+    assert plan["install"]["image"] == "vllm/vllm-openai:v9-cu129"
+    assert "vllm/vllm-openai:v9-cu129" in plan["kubernetes"]["yaml"]
+    assert '"vllm/vllm-openai:v9"' not in plan["kubernetes"]["yaml"]

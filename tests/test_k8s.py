@@ -389,14 +389,21 @@ def test_every_plan_of_our_recipes_has_valid_faithful_manifests(rid):
 def test_every_corpus_default_plan_has_valid_faithful_manifests():
     catalog = load_catalog(CORPUS)
     missing = {}
+    from composer.run_forms import docker_image, docker_reason
+
     for rid in recipe_paths(CORPUS):
-        plan = compose(make_context(rid, load_recipe(CORPUS, rid), catalog), "")
+        ctx = make_context(rid, load_recipe(CORPUS, rid), catalog)
+        plan = compose(ctx, "")
         if not plan["kubernetes"]["yaml"]:
-            missing[rid] = plan["kubernetes"]["reason"]
+            sel = plan["selection"]
+            missing[rid] = (plan["kubernetes"]["reason"], docker_image(ctx, sel["hardware"], sel["variant"]),
+                            docker_reason(ctx, sel["hardware"], sel["variant"]))
             continue
         check_manifests(plan)
-    # Only brands without a known container image have no Kubernetes form.
-    assert all("No vLLM container image" in r for r in missing.values()), missing
+    # Only plans without a container image (an unknown brand, or a recipe that
+    # turns Docker off) have no Kubernetes form, and they say why in the
+    # Docker form's own words.
+    assert all(image is None and reason == why for reason, image, why in missing.values()), missing
 
 
 @needs_crds
