@@ -140,7 +140,9 @@ def site_python_zip() -> bytes:
     """The site's Python as a zip (deterministic bytes: fixed timestamps): the
     browser part of ``composer``, Jinja2 and MarkupSafe (``.py`` files only) and
     the templates the worker renders (under ``site_templates/``)."""
-    files = [(p, f"composer/{p.name}") for p in sorted((ROOT / "composer").glob("*.py")) if p.name not in NOT_IN_BROWSER]
+    base = ROOT / "composer"
+    files = [(p, f"composer/{p.relative_to(base).as_posix()}") for p in sorted(base.rglob("*.py"))
+             if p.relative_to(base).as_posix() not in NOT_IN_BROWSER and "__pycache__" not in p.parts]
     files += [(p, f"composer/data/{p.name}") for p in sorted((ROOT / "composer" / "data").glob("*.json"))]
     for pkg in BROWSER_PACKAGES:
         files += _package_files(pkg)
@@ -239,7 +241,7 @@ def recipe_api(ctx, recipe: Recipe, plan: dict) -> dict:
         if ctx.hardware_block_reason(hw, variant):
             continue
         same = plan["selection"]["hardware"] == hw
-        by_hw[hw] = api_plan(plan if same else compose(ctx, {"hardware": hw}, kubernetes=False))
+        by_hw[hw] = api_plan(plan if same else compose(ctx, {"hardware": hw}, every_form=False))
     return {"id": ctx.recipe_id, "recipe": dump(recipe),
             "default_plan": api_plan(plan), "by_hardware": by_hw}
 

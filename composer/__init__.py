@@ -5,6 +5,6 @@ browser under Pyodide. ``composer.loader`` (YAML files) is the only module that
 reads the file system and is not imported here.
 """
 
-from composer.api import compose, compose_json, compose_page, make_context
+from composer.api import compose, compose_page, make_context
 
-__all__ = ["compose", "compose_json", "compose_page", "make_context"]
+__all__ = ["compose", "compose_page", "make_context"]

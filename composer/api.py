@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from composer.context import RecipeContext
 from composer.convert import from_json
-from composer.controls import build_options, groups
+from composer.controls import build_options, group_kinds, groups
 from composer.outputs import to_json
 from composer.plan import build_plan, plan_and_selection
 from composer.schema import Catalog, Recipe
@@ -22,7 +22,8 @@ from composer.schema import Catalog, Recipe
 def make_context(recipe_id: str, recipe: Recipe | dict, catalog: Catalog | dict) -> RecipeContext:
     """Bind a recipe to a catalogue. Raw dicts are validated with pydantic
     (``composer.validate``; raises ``pydantic.ValidationError`` on bad data), so
-    this form is for CPython only; the browser uses ``compose_json``."""
+    this form is for CPython only; the browser binds the build's JSON with
+    ``context_from_json``."""
     if not isinstance(recipe, Recipe) or not isinstance(catalog, Catalog):
         from composer.validate import validate_catalog, validate_recipe
 
@@ -30,29 +31,25 @@ def make_context(recipe_id: str, recipe: Recipe | dict, catalog: Catalog | dict)
     return RecipeContext(recipe_id, recipe, catalog)
 
 
-def compose(ctx: RecipeContext, query: str | dict | None = None, kubernetes: bool = True) -> dict:
+def compose(ctx: RecipeContext, query: str | dict | None = None, every_form: bool = True) -> dict:
     """The plan dict for ``query`` (see ``composer.plan.build_plan``): what the
-    CLI prints and the JSON API serves, with the Kubernetes manifests unless
-    ``kubernetes`` is False. Never raises for any query."""
-    return build_plan(ctx, query, kubernetes)
+    CLI prints and the JSON API serves, with every output form's structured
+    result (the Kubernetes manifests) unless ``every_form`` is False. Never
+    raises for any query."""
+    return build_plan(ctx, query, every_form)
 
 
 def compose_page(ctx: RecipeContext, query: str | dict | None = None) -> dict:
     """What the page shows for ``query``: the plan dict plus ``options`` (every
     control with its state, ``composer.controls``) and ``groups`` (legends and
-    help). The page renders it with the macros of ``site_src/_macros.html``."""
+    help) and ``kinds`` (how each group is drawn, ``group_kinds``). The page
+    renders it with the macros of ``site_src/_macros.html``."""
     plan, sel, canon = plan_and_selection(ctx, query)
-    return {**to_json(plan), "options": to_json(build_options(ctx, sel, canon)), "groups": groups(ctx)}
+    return {**to_json(plan), "options": to_json(build_options(ctx, sel, canon)), "groups": groups(ctx),
+            "kinds": group_kinds(ctx)}
 
 
 @lru_cache(maxsize=8)
 def context_from_json(recipe_text: str, catalog_text: str) -> RecipeContext:
     data = json.loads(recipe_text)
     return RecipeContext(data["id"], from_json(Recipe, data["recipe"]), from_json(Catalog, json.loads(catalog_text)))
-
-
-def compose_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
-    """Browser entry point: ``recipe_json`` is the build's ``{id, recipe}``
-    document and ``catalog_json`` its catalogue, both validated by the build;
-    returns the plan as JSON text."""
-    return json.dumps(compose(context_from_json(recipe_json, catalog_json), query))

@@ -14,7 +14,8 @@ from __future__ import annotations
 from composer.context import RecipeContext
 from composer.modes import default_mode, format_fmode
 from composer.query import SCHEMA_VERSION, Request, parse_query
-from composer.resolve import POOLS, Selection, resolve
+from composer.dimensions import DROP_ORDER, POOLS, Selection
+from composer.resolve import resolve
 
 
 def selection_values(ctx: RecipeContext, sel: Selection) -> dict[str, str]:
@@ -22,7 +23,7 @@ def selection_values(ctx: RecipeContext, sel: Selection) -> dict[str, str]:
     those that differ from the default mode on ``sel``'s hardware)."""
     vals = {"hardware": sel.hardware, "variant": sel.variant, "strategy": sel.strategy,
             "features": ",".join(sel.features), "advanced": ",".join(sel.advanced),
-            "kv_offload": sel.kv_offload or "off", "install": sel.install}
+            "kv_offload": sel.kv_offload or "off", "install": sel.form}
     if sel.task is not None:
         vals["task"] = sel.task
     chosen = [(f, m) for f, m in sel.modes if m != default_mode(ctx, f, sel.hardware, sel.variant)]
@@ -39,10 +40,6 @@ def selection_values(ctx: RecipeContext, sel: Selection) -> dict[str, str]:
     else:
         vals["nodes"] = str(sel.nodes)
     return vals
-
-
-DROP_ORDER = ("instances", "nodes", "prefill_nodes", "decode_nodes", "strategy", "prefill_mode", "decode_mode",
-              "fmode", "features", "advanced", "kv_offload", "install", "cuda", "task", "variant", "hardware")
 
 
 def pinned_request(ctx: RecipeContext, sel: Selection) -> Request:

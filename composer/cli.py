@@ -1,4 +1,4 @@
-"""``python -m composer RECIPE_ID [--query QUERY] [--format text|json|k8s] [--json] [--explain] [--recipes DIR]``
+"""``python -m composer RECIPE_ID [--query QUERY] [--format text|json|FORM] [--json] [--explain] [--recipes DIR]``
 and ``python -m composer check [DIR] [--strict]``.
 
 Thin layers over library calls: ``composer.checks`` (the very checks the build
@@ -6,8 +6,8 @@ runs) then ``composer.api.compose``. Exit status 0 for a plan without errors,
 1 for a plan whose notices hold an error (e.g. the weights do not fit), 2 for
 bad input (unknown recipe, unreadable or invalid recipe files: the same
 problems, with file and key path, that make the build refuse the recipe) and,
-with ``--format k8s``, for a plan that has no Kubernetes form (the reason goes
-to stderr).
+with ``--format FORM`` (an output form of ``composer.forms``), for a plan that
+form cannot show (the reason goes to stderr).
 ``check`` prints every problem of every recipe and exits 2 if any is an error.
 """
 
@@ -20,6 +20,7 @@ from pathlib import Path
 
 from composer.api import compose, make_context
 from composer.argv import ArgvError
+from composer.forms import FORMS
 from composer.checks import check_recipe, load_catalog_checked, validate
 from composer.loader import RecipeError, RecipeLoadError, recipe_paths
 from composer.routes import find_recipe_id
@@ -79,6 +80,33 @@ def render_text(plan: dict, explain: bool = False) -> str:
     return "\n".join(out)
 
 
+def print_form(ctx, query: str, form_id: str) -> int:
+    """``--format FORM``: the plan of ``query`` in output form ``form_id``
+    (``composer.forms``): the form's own files (the Kubernetes manifests), or,
+    for a form without any, every command's script, each after a
+    ``# ==> name <==`` line when there are several. Exit 2 with the reason on
+    stderr when the form cannot show this plan, else as for the plan."""
+    from composer.forms import form_block_reason
+    from composer.query import parse_query
+
+    req = parse_query(query)
+    plan = compose(ctx, req.with_values(install=form_id).query(), every_form=False)
+    sel = plan["selection"]
+    why = form_block_reason(ctx, form_id, sel["hardware"], sel["variant"],
+                            "" if sel["kv_offload"] == "off" else sel["kv_offload"])
+    out = plan["output"]
+    files = [a for a in out["artifacts"] if a["command"] is None] or (
+        [] if out["reason"] else [a for a in out["artifacts"] if a["command"] is not None])
+    if why or not files:
+        print(f"error: {why or out['reason'] or 'the plan has no commands'}", file=sys.stderr)
+        return 2
+    for a in files:
+        if len(files) > 1:
+            sys.stdout.write(f"# ==> {a['file_name']} <==\n")
+        sys.stdout.write(a["text"] if a["text"].endswith("\n") else a["text"] + "\n")
+    return 1 if plan["status"] == "error" else 0
+
+
 def _checkpoint_recipe(recipes: Path, paths, name: str) -> tuple[str | None, str | None]:
     """``(recipe id, variant key)`` whose checkpoint is ``name`` (any case), the
     rule of the site's redirects (``composer.routes``); ``(None, None)`` when
@@ -122,9 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m composer", description="Compose vLLM launch commands from a recipe.")
     ap.add_argument("recipe_id", help="recipe id, e.g. moonshotai/Kimi-K3")
     ap.add_argument("--query", default="", help="page query, e.g. 'hardware=h200&nodes=2&strategy=multi_node_tp'")
-    ap.add_argument("--format", choices=("text", "json", "k8s"), default=None,
-                    help="text (default): commands; json: the whole plan as one JSON object; "
-                         "k8s: the plan's Kubernetes manifests as multi-document YAML")
+    ap.add_argument("--format", choices=("text", "json", *FORMS), default=None,
+                    help="text (default): commands; json: the whole plan as one JSON object; or an output form's "
+                         "files (" + "; ".join(f"{f.id}: {f.label}" for f in FORMS.values()) + "): its own files "
+                         "(k8s: the manifests as multi-document YAML), else one script per command")
     ap.add_argument("--json", action="store_true", help="the same as --format json")
     ap.add_argument("--explain", action="store_true", help="show which layer set every flag and env var")
     ap.add_argument("--recipes", type=Path, default=DEFAULT_RECIPES, help="recipes directory (default: recipes/)")
@@ -152,13 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: models/{args.recipe_id}.yaml: {exc} (run `python build.py --recipes {args.recipes}` for every check)", file=sys.stderr)
         return 2
     fmt = args.format or ("json" if args.json else "text")
-    if fmt == "k8s":
-        k8s = plan["kubernetes"]
-        if not k8s["yaml"]:
-            print(f"error: {k8s['reason']}", file=sys.stderr)
-            return 2
-        sys.stdout.write(k8s["yaml"])
-    elif fmt == "json":
+    if fmt in FORMS:
+        return print_form(ctx, args.query, fmt)
+    if fmt == "json":
         plan = {k: v for k, v in plan.items() if k != "options"}
         print(json.dumps(plan, indent=2))
     else:

@@ -8,70 +8,90 @@ from __future__ import annotations
 from composer import run_forms as run
 from composer.canonical import raise_reason, resolved_selection, resolved_with_notices
 from composer.context import MAX_NODES, RecipeContext
-from composer.help import GROUPS
+from composer.dimensions import DIMENSIONS, EFFECT_DIMS, POOLS, Selection
 from composer.modes import default_mode, format_fmode, mode_block_reason, mode_label, moded_features, parse_fmode
 from composer.outputs import Option
 from composer.query import SCHEMA_VERSION, Request, parse_query
-from composer.resolve import POOLS, Selection, feature_label, pd_modes
+from composer.resolve import feature_label, pd_modes
+
+
+PD_KEYS = dict(prefill_mode=None, prefill_nodes=None, decode_mode=None, decode_nodes=None)
+"""The P/D pool parameters, cleared together when a click changes the deployment's shape."""
 
 
 def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[str, tuple[Option, ...]]:
-    """Every control of the page (query parameter → its options in order) with
-    each option's state: selected, disabled (and why), default, changed, what
-    else a click switches, and the query a click produces."""
+    """Every control of the page (query parameter → its options in order,
+    the groups in page order: ``BUILDERS``) with each option's state:
+    selected, disabled (and why), default, changed, what else a click
+    switches, and the query a click produces."""
     base = canon.with_values(v=SCHEMA_VERSION)
-    pd_keys = dict(prefill_mode=None, prefill_nodes=None, decode_mode=None, decode_nodes=None)
-    hwp = ctx.hw(sel.hardware)
     opts: dict[str, list[dict]] = {}
+    for _, builder in BUILDERS:
+        opts.update(builder(ctx, sel, base))
+    for items in opts.values():
+        for item in items:
+            item.setdefault("description", "")
+    _mark_defaults_and_effects(ctx, sel, opts)
+    return {dim: tuple(Option(**item) for item in items) for dim, items in opts.items()}
 
-    opts["hardware"] = []
+
+def _hardware(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
+    """Every listed GPU. One the selected checkpoint cannot use is still
+    offered when another variant runs there: the click switches the variant
+    (said in effects); an option never leads to an error page unannounced."""
+    items = []
     for h in ctx.listed_hardware:
         p = ctx.hw(h)
         reason = ctx.hardware_block_reason(h, sel.variant)
         query = _hardware_query(ctx, sel, base, h)
-        # A GPU the selected checkpoint cannot use is still offered when another
-        # variant runs there: the click switches the variant (said in effects).
         other = ctx.variant_for(h) if reason else None
         if other is not None:
             reason = None
-            query = query.with_values(variant=None if other == "default" else other, strategy=None, **pd_keys)
+            query = query.with_values(variant=None if other == "default" else other, strategy=None, **PD_KEYS)
         if reason is None and h != sel.hardware:
-            query, reason = _working(query, ctx, dict(strategy=None, nodes=None, **pd_keys))
-        opts["hardware"].append({
+            query, reason = _working(query, ctx, dict(strategy=None, nodes=None, **PD_KEYS))
+        items.append({
             "id": h, "label": p.display_name, "group": p.brand, "gpus": p.gpu_count,
             "gb_per_node": p.vram_gb, "gb_per_gpu": round(p.gb_per_gpu), "verified": ctx.is_verified(h),
             "description": p.description, "selected": h == sel.hardware, "disabled": reason is not None,
             "reason": reason, "query": query.query(),
         })
-    opts["variant"] = []
+    return {"hardware": items}
+
+
+def _variant(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
+    """Every checkpoint. The GPU in use stays when the checkpoint runs there
+    (stated: the recipe's default GPU for this checkpoint may be another one)."""
+    items = []
     for v in ctx.recipe.variants:
-        # The GPU in use stays when the checkpoint runs there (stated: the
-        # recipe's default GPU for this checkpoint may be another one).
-        query = base.with_values(variant=v, strategy=None, nodes=None, **pd_keys,
+        query = base.with_values(variant=v, strategy=None, nodes=None, **PD_KEYS,
                                  hardware=None if ctx.hardware_block_reason(sel.hardware, v) else sel.hardware)
         reason = None
         if v != sel.variant:
             query, reason = _working(query, ctx, dict(hardware=None))
-        opts["variant"].append({
+        items.append({
             "id": v, "label": ctx.variant_label(v), "description": ctx.variant(v).description,
             "weights_gb": ctx.weights_gb(v), "selected": v == sel.variant, "disabled": reason is not None,
             "reason": reason, "query": query.query(),
         })
+    return {"variant": items}
 
+
+def _nodes(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
+    """Node counts 1–``MAX_NODES`` (none for P/D: its pools have their own),
+    each disabled with the reason when the composer would not keep it."""
     deploy = ctx.strategy(sel.strategy).deploy_type
-    weights = ctx.weights_gb(sel.variant)
+    hwp = ctx.hw(sel.hardware)
     single_ok = any(ctx.strategy(s).deploy_type == "single_node" and ctx.strategy_block_reason(s, sel.hardware) is None
                     for s in ctx.strategies)
     multi_ok = hwp.scalable and any(ctx.strategy(s).deploy_type == "multi_node" and ctx.strategy_block_reason(s, sel.hardware) is None
                                     for s in ctx.strategies)
-    opts["nodes"] = []
-    for k in range(1, MAX_NODES + 1 if deploy != "pd_cluster" else 1):  # P/D: the pools have their own
+    items = []
+    for k in range(1, MAX_NODES + 1 if deploy != "pd_cluster" else 1):
         keep = deploy == "multi_node" and k > 1
-        query = base.with_values(nodes=k, strategy=sel.strategy if keep else None, **pd_keys)
+        query = base.with_values(nodes=k, strategy=sel.strategy if keep else None, **PD_KEYS)
         reason = None
-        if deploy == "pd_cluster":
-            reason = "P/D disaggregation sizes its prefill and decode pools below."
-        elif k == 1 and not single_ok:
+        if k == 1 and not single_ok:
             reason = "No single-node strategy is offered here."
         elif k > 1 and not multi_ok:
             reason = f"No multi-node strategy is offered on {hwp.display_name}."
@@ -81,12 +101,21 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
                 reason = raise_reason(why, k, got.nodes)
             elif any(n.level == "error" for n in why):
                 reason = next(n.message for n in why if n.level == "error")
-        opts["nodes"].append({
-            "id": str(k), "label": str(k), "selected": deploy != "pd_cluster" and k == sel.nodes,
+        items.append({
+            "id": str(k), "label": str(k), "selected": k == sel.nodes,
             "disabled": reason is not None, "reason": reason, "query": query.query(),
         })
+    return {"nodes": items}
 
-    opts["strategy"] = []
+
+def _strategy(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
+    """Every offered strategy; one that cannot run here, or that no node count
+    makes work (e.g. TP+DP where one node cannot hold a replica), is disabled
+    with the composer's reason."""
+    deploy = ctx.strategy(sel.strategy).deploy_type
+    hwp = ctx.hw(sel.hardware)
+    weights = ctx.weights_gb(sel.variant)
+    items = []
     for s in ctx.strategies:
         st = ctx.strategy(s)
         reason = ctx.strategy_block_reason(s, sel.hardware)
@@ -96,47 +125,56 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
             reason = f"Needs more than {MAX_NODES} nodes of {hwp.display_name}."
         same_kind = st.deploy_type == deploy
         query = base.with_values(strategy=s, nodes=(None if not same_kind or st.deploy_type != "multi_node" else base.get("nodes")),
-                                 **(pd_keys if s != "pd_cluster" else {}))
+                                 **(PD_KEYS if s != "pd_cluster" else {}))
         if reason is None:
-            # A strategy that no node count makes work (e.g. TP+DP where one node
-            # cannot hold a replica) is disabled with the composer's reason.
             _, why = resolved_with_notices(ctx, dict(query.values))
-            errors = [n.message for n in why if n.level == "error"]
-            if errors:
-                reason = errors[0]
+            reason = next((n.message for n in why if n.level == "error"), None)
         floor = ctx.floor_gpus(s, sel.hardware)
         desc = st.description + (f" Needs at least {floor} GPUs ({ctx.floor_nodes(s, sel.hardware)} × {hwp.display_name})." if floor else "")
-        opts["strategy"].append({
+        items.append({
             "id": s, "label": ctx.strategy_label(s), "description": desc,
             "verified": ctx.is_verified(sel.hardware) and any(
                 c.hardware == sel.hardware and c.strategy == s for c in ctx.recipe.meta.verified_configs),
-            "deploy_type": st.deploy_type, "min_gpus": ctx.floor_gpus(s, sel.hardware),
+            "deploy_type": st.deploy_type, "min_gpus": floor,
             "selected": s == sel.strategy, "disabled": reason is not None, "reason": reason,
             "query": query.query(),
         })
+    return {"strategy": items}
 
-    if deploy == "pd_cluster":
-        modes = pd_modes(ctx, sel.hardware)
-        for name in POOLS:
-            pool = sel.pool(name)
-            opts[f"{name}_mode"] = [{
-                "id": m, "label": m.upper(), "selected": m == pool.mode, "disabled": False, "reason": None,
-                "query": base.with_values(**{f"{name}_mode": m}).query(),
-            } for m in modes]
-            opts[f"{name}_nodes"] = []
-            for k in range(1, MAX_NODES + 1):
-                query = base.with_values(**{f"{name}_nodes": k})
-                got, why = resolved_with_notices(ctx, dict(query.values))
-                got_k = got.pool(name).nodes if got.pool(name) else k
-                reason = raise_reason(why, k, got_k) if got_k != k else None
-                if reason is None and any(n.level == "error" for n in why):
-                    reason = next(n.message for n in why if n.level == "error")
-                opts[f"{name}_nodes"].append({
-                    "id": str(k), "label": str(k), "selected": k == pool.nodes, "disabled": reason is not None,
-                    "reason": reason, "query": query.query(),
-                })
 
-    opts["features"] = []
+def _pools(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
+    """P/D only: each pool's mode and node count (``<pool>_mode``, ``<pool>_nodes``)."""
+    if ctx.strategy(sel.strategy).deploy_type != "pd_cluster":
+        return {}
+    modes = pd_modes(ctx, sel.hardware)
+    out: dict[str, list[dict]] = {}
+    for name in POOLS:
+        pool = sel.pool(name)
+        out[f"{name}_mode"] = [{
+            "id": m, "label": m.upper(), "selected": m == pool.mode, "disabled": False, "reason": None,
+            "query": base.with_values(**{f"{name}_mode": m}).query(),
+        } for m in modes]
+        out[f"{name}_nodes"] = []
+        for k in range(1, MAX_NODES + 1):
+            query = base.with_values(**{f"{name}_nodes": k})
+            got, why = resolved_with_notices(ctx, dict(query.values))
+            got_k = got.pool(name).nodes if got.pool(name) else k
+            reason = raise_reason(why, k, got_k) if got_k != k else None
+            if reason is None and any(n.level == "error" for n in why):
+                reason = next(n.message for n in why if n.level == "error")
+            out[f"{name}_nodes"].append({
+                "id": str(k), "label": str(k), "selected": k == pool.nodes, "disabled": reason is not None,
+                "reason": reason, "query": query.query(),
+            })
+    return out
+
+
+def _features(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
+    """Every feature as a toggle; turning one on turns off those it excludes.
+    One the strategy does not allow is offered with a strategy it runs with,
+    when one works here (issue 12.6); one that is on but not emitted can
+    still be turned off."""
+    items = []
     for f, spec in ctx.recipe.features.items():
         on = f in sel.features
         excl = ctx.exclusive_with(f)
@@ -145,20 +183,25 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
         reason = ctx.feature_block_reason(f, sel.strategy)
         query = base.with_values(features=list(new))
         if reason is not None and not on:
-            # Offered with a strategy it runs with, when one works here (issue 12.6).
             alt = _with_strategy(ctx, sel, base, lambda s, f=f: ctx.feature_block_reason(f, s) is None,
                                  features=list(new))
             if alt is not None:
                 reason, query = None, alt
         if reason is not None and on:
-            # On but not emitted with this strategy: it can still be turned off.
             desc, reason = f"Not emitted: {reason} {desc}".strip(), None
-        opts["features"].append({
+        items.append({
             "id": f, "label": feature_label(ctx, f), "description": desc, "selected": on,
             "disabled": reason is not None, "reason": reason, "query": query.query(),
         })
+    return {"features": items}
+
+
+def _feature_modes(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
+    """A method row (``fmode.<feature>``) per enabled feature with a choice of
+    modes (semantics §7.2). A mode another checkpoint offers here is offered
+    too: the click switches the variant (the same rule as for hardware)."""
+    out: dict[str, list[dict]] = {}
     for fid in moded_features(ctx):
-        # A method row for an enabled feature with a choice (semantics §7.2).
         modes = ctx.recipe.features[fid].modes
         if len(modes) < 2 or fid not in sel.features:
             continue
@@ -170,32 +213,51 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
                 del chosen[fid]
             reason = mode_block_reason(ctx, fid, m, sel.hardware, sel.variant)
             query = base.with_values(fmode=format_fmode(chosen) or None)
-            # A mode another checkpoint offers here is offered too: the click
-            # switches the variant (the same rule as for hardware).
             other = next((v for v in ctx.recipe.variants if v != sel.variant
                           and ctx.hardware_block_reason(sel.hardware, v) is None
                           and mode_block_reason(ctx, fid, m, sel.hardware, v) is None), None) if reason else None
             if other is not None:
                 reason = None
                 query = base.with_values(fmode=format_fmode({**picked, fid: m}), hardware=sel.hardware,
-                                         variant=None if other == "default" else other, strategy=None, nodes=None, **pd_keys)
+                                         variant=None if other == "default" else other, strategy=None, nodes=None, **PD_KEYS)
             items.append({
                 "id": m, "label": mode_label(ctx, fid, m), "description": spec.description,
                 "selected": m == sel.mode(fid), "disabled": reason is not None, "reason": reason,
                 "query": query.query(),
             })
-        opts[f"fmode.{fid}"] = items
-    opts["advanced"] = []
+        out[f"fmode.{fid}"] = items
+    return out
+
+
+def _advanced(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
+    """The Advanced knobs the strategy shows, as toggles."""
+    items = []
     for k in ctx.advanced_knobs(sel.strategy):
         on = k.id in sel.advanced
         new = tuple(x for x in sel.advanced if x != k.id) if on else sel.advanced + (k.id,)
-        opts["advanced"].append({
+        items.append({
             "id": k.id, "label": k.label, "description": k.description, "selected": on,
             "disabled": False, "reason": None, "query": base.with_values(advanced=list(new) or None).query(),
         })
-    opts["kv_offload"] = [{"id": "off", "label": "Off", "description": "KV cache stays in GPU HBM.",
-                           "selected": not sel.kv_offload, "disabled": False, "reason": None,
-                           "query": base.with_values(kv_offload=None).query()}]
+    return {"advanced": items}
+
+
+def _task(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
+    """vLLM-Omni recipes with several tasks: the task."""
+    if not (ctx.is_omni and len(ctx.omni_tasks()) > 1):
+        return {}
+    return {"task": [{
+        "id": t.ident, "label": t.label or t.id, "description": t.description, "selected": t.ident == sel.task,
+        "disabled": False, "reason": None, "query": base.with_values(task=t.ident).query(),
+    } for t in ctx.omni_tasks()]}
+
+
+def _kv_offload(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
+    """Off, then every KV offload option; one the strategy does not allow is
+    offered with a strategy that does, when one composes here."""
+    items = [{"id": "off", "label": "Off", "description": "KV cache stays in GPU HBM.",
+              "selected": not sel.kv_offload, "disabled": False, "reason": None,
+              "query": base.with_values(kv_offload=None).query()}]
     for kid in ctx.kv_options():
         reason = ctx.kv_block_reason(kid, sel.strategy, sel.hardware)
         query = base.with_values(kv_offload=kid)
@@ -206,51 +268,45 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
                 reason, query = None, alt
         opt = ctx.catalog.taxonomy.kv_offload.get(kid)
         desc = opt.description if opt else ctx.strategy(kid).description
-        opts["kv_offload"].append({
+        items.append({
             "id": kid, "label": ctx.kv_label(kid), "description": desc, "selected": kid == sel.kv_offload,
             "disabled": reason is not None, "reason": reason, "query": query.query(),
         })
+    return {"kv_offload": items}
+
+
+def _instances(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
+    """A KV-store deployment outside P/D: how many vLLM instances share the store."""
+    from composer.resolve import MAX_INSTANCES
+
     store = ctx.catalog.strategies.get(sel.kv_offload) if sel.kv_offload else None
-    if store is not None and store.deploy_type == "kv_store_lb" and deploy != "pd_cluster":
-        from composer.resolve import MAX_INSTANCES
+    if store is None or store.deploy_type != "kv_store_lb" or ctx.strategy(sel.strategy).deploy_type == "pd_cluster":
+        return {}
+    return {"instances": [{
+        "id": str(k), "label": str(k), "selected": k == sel.instances, "disabled": False, "reason": None,
+        "description": f"{k} vLLM instance{'s' if k > 1 else ''} of {sel.nodes} node(s) each, sharing the store"
+                       + (" behind a cache-aware router." if k > 1 else "."),
+        "query": base.with_values(instances=k).query(),
+    } for k in range(1, MAX_INSTANCES + 1)]}
 
-        opts["instances"] = [{
-            "id": str(k), "label": str(k), "selected": k == sel.instances, "disabled": False, "reason": None,
-            "description": f"{k} vLLM instance{'s' if k > 1 else ''} of {sel.nodes} node(s) each, sharing the store"
-                           + (" behind a cache-aware router." if k > 1 else "."),
-            "query": base.with_values(instances=k).query(),
-        } for k in range(1, MAX_INSTANCES + 1)]
-    if ctx.is_omni and len(ctx.omni_tasks()) > 1:
-        opts["task"] = [{
-            "id": t.ident, "label": t.label or t.id, "description": t.description, "selected": t.ident == sel.task,
-            "disabled": False, "reason": None, "query": base.with_values(task=t.ident).query(),
-        } for t in ctx.omni_tasks()]
+
+def _forms(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
+    """"Run with": every output form of the registry (``composer.forms``)."""
+    from composer.forms import FORMS
+
     image = run.docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, sel.cuda)
-    opts["install"] = [
-        {"id": "pip", "label": "pip", "description": "Install vLLM with pip (uv) on each node and run the commands there.",
-         "selected": sel.install == "pip", "disabled": False, "reason": None, "query": base.with_values(install="pip").query()},
-        {"id": "docker", "label": "Docker", "description": f"Run each command in the {image} container." if image else "",
-         "selected": sel.install == "docker", "disabled": image is None,
-         "reason": None if image else run.docker_reason(ctx, sel.hardware, sel.variant, sel.kv_offload),
-         "query": base.with_values(install="docker").query()},
-        {"id": "k8s", "label": "Kubernetes",
-         "description": (f"Kubernetes manifests running the {image} container: a Deployment for one node, a LeaderWorkerSet "
-                         "across nodes, a DisaggregatedSet for P/D.") if image else "",
-         "selected": sel.install == "k8s", "disabled": image is None,
-         "reason": None if image else run.docker_reason(ctx, sel.hardware, sel.variant, sel.kv_offload),
-         "query": base.with_values(install="k8s").query()},
-    ]
-    cuda = _cuda_options(ctx, sel, base)
-    if cuda:
-        opts["cuda"] = cuda
-    for items in opts.values():
-        for item in items:
-            item.setdefault("description", "")
-    _mark_defaults_and_effects(ctx, sel, opts)
-    return {dim: tuple(Option(**item) for item in items) for dim, items in opts.items()}
+    items = []
+    for form in FORMS.values():
+        blocked = form.needs_image and image is None
+        items.append({
+            "id": form.id, "label": form.label, "description": form.describe(image), "selected": sel.form == form.id,
+            "disabled": blocked, "reason": run.docker_reason(ctx, sel.hardware, sel.variant, sel.kv_offload) if blocked else None,
+            "query": base.with_values(install=form.id).query(),
+        })
+    return {"install": items}
 
 
-def _cuda_options(ctx: RecipeContext, sel: Selection, base: Request) -> list[dict]:
+def _cuda(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
     """The CUDA version of the container image, where the recipe offers images
     for several (semantics §10 "CUDA toggle"); ``cuda=`` in the URL."""
     out = []
@@ -260,7 +316,17 @@ def _cuda_options(ctx: RecipeContext, sel: Selection, base: Request) -> list[dic
         image = run.docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, c)
         out.append({"id": c, "label": label, "description": f"Container image {image}.", "selected": c == sel.cuda,
                     "disabled": False, "reason": None, "query": base.with_values(cuda=c).query()})
-    return out
+    return {"cuda": out} if out else {}
+
+
+BUILDERS = (
+    ("hardware", _hardware), ("variant", _variant), ("nodes", _nodes), ("strategy", _strategy),
+    ("prefill_mode", _pools), ("features", _features), ("fmode", _feature_modes), ("advanced", _advanced),
+    ("task", _task), ("kv_offload", _kv_offload), ("instances", _instances), ("install", _forms), ("cuda", _cuda),
+)
+"""One builder per control, in page order (``composer.dimensions.DIMENSIONS``;
+``_pools`` gives the four P/D pool groups, ``_feature_modes`` one group per
+moded feature). A test checks the order against the table."""
 
 
 def _error(ctx: RecipeContext, query: Request) -> str | None:
@@ -318,7 +384,7 @@ def _hardware_query(ctx: RecipeContext, sel: Selection, base: Request, hw: str) 
 def _dim_values(sel: Selection) -> dict[str, set[str]]:
     vals = {"hardware": {sel.hardware}, "variant": {sel.variant}, "strategy": {sel.strategy}, "task": {sel.task or ""},
             "nodes": set() if sel.prefill else {str(sel.nodes)}, "features": set(sel.features),
-            "advanced": set(sel.advanced), "kv_offload": {sel.kv_offload or "off"}, "install": {sel.install},
+            "advanced": set(sel.advanced), "kv_offload": {sel.kv_offload or "off"}, "install": {sel.form},
             "instances": {str(sel.instances)}, "cuda": {sel.cuda or ""}}
     for name in POOLS:
         pool = sel.pool(name)
@@ -327,10 +393,6 @@ def _dim_values(sel: Selection) -> dict[str, set[str]]:
     for fid, mode in sel.modes:
         vals[f"fmode.{fid}"] = {mode}
     return vals
-
-
-EFFECT_DIMS = ("hardware", "variant", "nodes", "strategy", "prefill_mode", "prefill_nodes", "decode_mode",
-               "decode_nodes", "features", "advanced", "kv_offload", "instances")
 
 
 def _mark_defaults_and_effects(ctx: RecipeContext, sel: Selection, opts: dict) -> None:
@@ -376,8 +438,22 @@ def _mark_defaults_and_effects(ctx: RecipeContext, sel: Selection, opts: dict) -
 def groups(ctx: RecipeContext | None = None) -> dict:
     """Legend and one-line help of every control group; with ``ctx``, also of
     the recipe's feature-mode groups (``fmode.<feature id>``)."""
-    out = {dim: {"legend": legend, "help": text} for dim, (legend, text) in GROUPS.items()}
+    out = {d.name: {"legend": d.legend, "help": d.help} for d in DIMENSIONS if d.legend}
     for fid in moded_features(ctx) if ctx is not None else ():
         out[f"fmode.{fid}"] = {"legend": f"{feature_label(ctx, fid)}: method",
                                "help": ctx.recipe.features[fid].description or "One method of this feature is used at a time."}
+    return out
+
+
+def group_kinds(ctx: RecipeContext | None = None) -> dict:
+    """How the page draws and edits each control group (from
+    ``composer.dimensions``): ``control`` (radio | checkbox), ``shown_from``
+    (the fewest options for which the group is shown), the URL ``param`` it
+    sets and, for a feature's method row, the ``item`` it sets in ``fmode``'s
+    ``feature:mode`` list, and ``resets``: the parameters a change of it clears
+    (the page script reads these from the rendered ``data-*`` attributes)."""
+    out = {d.name: {"control": d.control, "shown_from": d.shown_from, "param": d.name, "item": "",
+                    "resets": " ".join(d.resets)} for d in DIMENSIONS if d.legend}
+    for fid in moded_features(ctx) if ctx is not None else ():
+        out[f"fmode.{fid}"] = {"control": "radio", "shown_from": 1, "param": "fmode", "item": fid, "resets": ""}
     return out

@@ -176,6 +176,32 @@ class Manifests:
 
 
 @dataclass(frozen=True)
+class Artifact:
+    """One file an output form gives (``composer.forms``): its download
+    ``file_name``, ``media_type`` and ``text``; ``command`` is the index of
+    the command it runs (a node's script) or None for a file of the whole plan
+    (the Kubernetes manifests); ``note`` says how to use it."""
+
+    file_name: str
+    media_type: str
+    text: str
+    command: Optional[int] = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Output:
+    """The plan in the selected output form: ``form`` (its ``install=`` id)
+    and ``label``, its ``artifacts`` (whole-plan files first, then one script
+    per command), and ``reason`` when the form has no whole-plan file here."""
+
+    form: str
+    label: str
+    artifacts: tuple[Artifact, ...] = ()
+    reason: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class RecipeRef:
     id: str
     title: str
@@ -202,7 +228,9 @@ class Plan:
     without ``?``; ``share_url`` is the pinned query even for the default.
     ``kubernetes`` the plan's Kubernetes manifests (``Manifests``; None where
     they were not asked for: the page writes them only for ``install=k8s``);
-    ``placeholders`` every ``$NAME`` the shown commands leave to the person."""
+    ``placeholders`` every ``$NAME`` the shown commands leave to the person;
+    ``output`` the plan in its output form (``composer.forms``): the files
+    the page's tabs, Copy and Download give."""
 
     recipe: RecipeRef
     selection: Mapping[str, Any]
@@ -223,6 +251,7 @@ class Plan:
     checkpoint: Optional[Checkpoint] = None
     kubernetes: Optional[Manifests] = None
     placeholders: tuple[Placeholder, ...] = ()
+    output: Optional[Output] = None
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from composer import k8s  # imported here, not lazily: the browser's memory snapshot holds only imported modules
+from composer import forms  # imported here, not lazily: the browser's memory snapshot holds only imported modules
 from composer import run_forms as run
 from composer import vllm_cli
 from composer.argv import ArgvError, Entry, Source, flag_value
@@ -20,9 +20,11 @@ from composer.layers import CommandSpec, compose_layers
 from composer.layout import capacity
 from composer.notices import Notices
 from composer.placeholders import placeholders
-from composer.outputs import CapacityCheck, Checkpoint, Command, EnvSource, FlagSource, Manifests, Plan, RecipeRef, Replaced, to_json
+from composer.outputs import CapacityCheck, Checkpoint, Command, EnvSource, FlagSource, Plan, RecipeRef, Replaced, to_json
 from composer.query import parse_query
-from composer.resolve import POOLS, Selection, feature_label, layout_for, pool_layout, resolve, util_in_force
+from composer.dimensions import POOLS, Selection
+from composer.forms import FORMS, FormInput
+from composer.resolve import feature_label, layout_for, pool_layout, resolve, util_in_force
 from composer.shell import command_text, env_text, recipe_command
 from composer.topology import node_units, serves_api
 
@@ -453,26 +455,27 @@ def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[dict], n
                     f"{label} KV offload uses {total:g} GiB of host memory in total across workers. It moves KV cache, never weights.")
 
 
-def build_plan(ctx: RecipeContext, query, kubernetes: bool = True) -> dict:
+def build_plan(ctx: RecipeContext, query, every_form: bool = True) -> dict:
     """The plan for ``query`` (string, mapping or None) as JSON data: the
     ``composer.outputs.Plan`` contract (``to_json``).
 
     Keys: ``recipe``, ``selection``, ``commands`` (``role``, ``node_rank``, ``argv``,
     ``env``, ``text`` …), ``notices``, ``url`` (every dimension pinned, "" for
     a bare visit), ``share_url``, ``capacity``, ``verified``, ``status``
-    (``ok``/``error``), ``summary`` and ``kubernetes`` (the manifests,
-    ``composer.k8s``; None when ``kubernetes`` is False). Never raises for any query; a broken recipe raises
+    (``ok``/``error``), ``summary``, ``output`` (the plan in its output form,
+    ``composer.forms``) and ``kubernetes`` (the manifests, ``composer.k8s``;
+    None unless ``every_form`` or the Kubernetes form is selected). Never raises for any query; a broken recipe raises
     ``ArgvError`` (caught by validation at build time).
     """
-    return to_json(plan_and_selection(ctx, query, kubernetes=kubernetes)[0])
+    return to_json(plan_and_selection(ctx, query, every_form=every_form)[0])
 
 
-def plan_and_selection(ctx: RecipeContext, query, kubernetes: bool | None = None) -> tuple[Plan, Selection, object]:
+def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> tuple[Plan, Selection, object]:
     """``(Plan, Selection, canonical Request)`` for ``query``: the page builds
     its controls from the last two without resolving the query again.
-    ``kubernetes``: True adds the manifests to the plan (CLI, JSON API);
-    None adds them only when the selection shows them (``install=k8s``), so a
-    click on the page does not write YAML nobody sees."""
+    ``every_form``: every output form's structured result is added (the
+    Kubernetes manifests: CLI, JSON API); otherwise only the selected form's,
+    so a click on the page does not write YAML nobody sees."""
     req = parse_query(query)
     sel, notices = resolve(ctx, req)
     commands, caps = build_commands(ctx, sel, notices)
@@ -483,13 +486,13 @@ def plan_and_selection(ctx: RecipeContext, query, kubernetes: bool | None = None
     kv_memory_notice(ctx, sel, commands, notices)
     summary_text = summary(ctx, sel, commands)
     comps = run.companions(ctx, sel)
+    form = FORMS[sel.form]
     host_network = len([c for c in commands if c.role != "router"]) > 1 or bool(comps)
     for i, c in enumerate(commands):
         d = run.docker_argv(ctx, sel, c, host_network)
-        docker = run.docker_text(d) if d else None
-        text = docker if sel.install == "docker" and d else c.pip_text
-        commands[i] = replace(c, docker_argv=tuple(d) if d else None, docker_text=docker, text=text,
-                              script=run.script(summary_text, c, text))
+        c = replace(c, docker_argv=tuple(d) if d else None, docker_text=run.docker_text(d) if d else None)
+        text = form.command_text(c)
+        commands[i] = replace(c, text=text, script=run.script(summary_text, c, text))
     canon = canonical_request(ctx, sel)
     # The address bar pins every dimension once the query asks for anything
     # (a choice, or a link); a bare visit keeps its bare URL (composer.canonical).
@@ -497,9 +500,8 @@ def plan_and_selection(ctx: RecipeContext, query, kubernetes: bool | None = None
     shown = pinned if canon.values or req.values else ""
     run.install_notices(ctx, sel, notices)
     status = "error" if notices.has_error() else "ok"
-    manifests = None
-    if kubernetes or (kubernetes is None and sel.install == "k8s"):
-        manifests = k8s_manifests(ctx, sel, commands, comps, caps, summary_text, status == "error")
+    inp = FormInput(ctx, sel, tuple(commands), tuple(comps), tuple(caps), summary_text, status == "error")
+    extra = forms.details(inp, every_form)
     client = run.client_checks(ctx, sel, commands)
     plan = Plan(
         recipe=RecipeRef(ctx.recipe_id, ctx.recipe.meta.title, ctx.model_id(sel.variant, sel.task)),
@@ -508,7 +510,8 @@ def plan_and_selection(ctx: RecipeContext, query, kubernetes: bool | None = None
         commands=tuple(commands) if status == "ok" else (), blocked_commands=tuple(commands) if status == "error" else (),
         notices=tuple(notices.items()), capacity=tuple(caps), **verification(ctx, sel),
         url=("?" + shown) if shown else "", query=shown, share_url="?" + pinned, checkpoint=checkpoint(ctx, sel),
-        kubernetes=manifests, placeholders=_placeholders(commands, comps, client))
+        kubernetes=extra.get("kubernetes"), placeholders=_placeholders(commands, comps, client),
+        output=forms.output(sel.form, inp, extra.get(form.plan_key) if form.plan_key else None))
     return plan, sel, canon
 
 
@@ -525,30 +528,6 @@ def checkpoint(ctx: RecipeContext, sel: Selection) -> Checkpoint:
     model_id = ctx.model_id(sel.variant, sel.task)
     url = None if model_id.startswith("/") else f"https://huggingface.co/{quote(model_id)}"
     return Checkpoint(sel.variant, ctx.variant_label(sel.variant), ctx.variant(sel.variant).description, model_id, url)
-
-
-def k8s_manifests(ctx: RecipeContext, sel: Selection, commands: list[Command], comps, caps, summary_text: str,
-                  blocked: bool) -> Manifests:
-    """The plan's Kubernetes manifests (``composer.k8s``), or a ``Manifests``
-    whose ``reason`` says why there are none (no container image is known for
-    the brand, or the plan cannot be expressed as one worker template)."""
-    name = ctx.recipe_id.split("/")[-1] + "-" + sel.hardware + ".yaml"
-    # The Docker form's image: the same KV-connector and CUDA choice.
-    image = run.docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, sel.cuda)
-    if image is None:
-        return Manifests(name, "", (), run.docker_reason(ctx, sel.hardware, sel.variant, sel.kv_offload))
-    if not commands:
-        return Manifests(name, "", (), "The plan has no commands to run.")
-    if sel.prefill:
-        layouts = {p: pool_layout(ctx, sel, p, sel.pool(p).mode, sel.pool(p).nodes) for p in POOLS}
-    else:
-        layouts = {None: layout_for(ctx, sel, sel.nodes)}
-    weights = max((c.weights_gb for c in caps if c.weights_gb), default=None)
-    try:
-        return k8s.build(ctx, sel, commands, comps, image, run.brand_key(ctx, sel.hardware), layouts, weights,
-                     summary_text, blocked)
-    except k8s.K8sError as exc:
-        return Manifests(name, "", (), f"These commands cannot run as Kubernetes manifests: {exc}.")
 
 
 __all__ = ["build_plan", "ArgvError"]

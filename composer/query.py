@@ -1,13 +1,7 @@
 """The page/CLI query string: parsing into a ``Request`` and writing it back.
 
-Parameter names and value ids follow the public recipes site (§12 of
-upstream-recipe-semantics.md) so shared links keep working: ``hardware``,
-``variant``, ``nodes``, ``strategy``, ``features``, ``advanced``, ``kv_offload``,
-``prefill_nodes``, ``decode_nodes``, ``prefill_mode``, ``decode_mode``, ``fmode``
-(feature modes, ``feature:mode,…``); plus ours:
-``install`` (``pip``, ``docker`` or ``k8s``: how the commands are shown), ``cuda`` (the
-CUDA version of the container image, where the recipe offers several), ``instances``
-(vLLM instances behind a KV store's router) and ``v``.
+The parameters, their kinds and their order are declared once in
+``composer.dimensions``; this module only reads and writes them.
 
 A request holds only what the query *asked for*; nothing here checks the values
 against a recipe (that is ``composer.resolve``). A hostile query cannot raise:
@@ -21,6 +15,8 @@ from types import MappingProxyType
 from typing import Mapping
 from urllib.parse import parse_qsl, urlencode
 
+from composer.dimensions import INT_PARAMS, LIST_PARAMS, PARAMS, VIEW_PARAMS
+
 SCHEMA_VERSION = "2"
 """Value of the ``v=`` parameter written by this composer. Version 2 links pin
 every dimension (``composer.canonical.pinned_request``); version 1 links
@@ -28,28 +24,6 @@ every dimension (``composer.canonical.pinned_request``); version 1 links
 they keep opening what they opened: the recipe's default where they are silent."""
 KNOWN_VERSIONS = ("1", "2")
 
-# Order of parameters in canonical URLs.
-PARAMS = (
-    "v",
-    "hardware",
-    "variant",
-    "nodes",
-    "strategy",
-    "prefill_mode",
-    "prefill_nodes",
-    "decode_mode",
-    "decode_nodes",
-    "features",
-    "fmode",
-    "advanced",
-    "kv_offload",
-    "install",
-    "cuda",
-    "task",
-    "instances",
-)
-LIST_PARAMS = ("features", "advanced")
-INT_PARAMS = ("nodes", "prefill_nodes", "decode_nodes", "instances")
 MAX_VALUE_LEN = 512
 MAX_QUERY_LEN = 8192
 
@@ -81,7 +55,12 @@ class Request:
         return tuple(dict.fromkeys(x for x in raw.split(",") if x))
 
     def with_values(self, **changes: str | int | list[str] | tuple[str, ...] | None) -> "Request":
-        """A new request with parameters set (``None`` removes the parameter)."""
+        """A new request with parameters set (``None`` removes the parameter).
+        Raises ``KeyError`` for a name that is no parameter
+        (``composer.dimensions``): a misspelt key never vanishes silently."""
+        unknown = [k for k in changes if k not in PARAMS]
+        if unknown:
+            raise KeyError(f"not a query parameter: {', '.join(unknown)} (known: {', '.join(PARAMS)})")
         vals = dict(self.values)
         for k, v in changes.items():
             if v is None:
@@ -121,7 +100,7 @@ def parse_query(query: str | Mapping[str, str] | None) -> Request:
     values: dict[str, str] = {}
     for key, value in pairs:
         if key not in PARAMS:
-            if key not in ("embed", "theme"):
+            if key not in VIEW_PARAMS:
                 problems.append(f"Unknown parameter {_short(key)} was ignored.")
             continue
         if key in values:

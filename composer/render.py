@@ -101,7 +101,7 @@ def plan_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
 def controls_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
     """The page's controls for ``query``, rendered: JSON ``{fragments: {controls}}``."""
     from composer.api import context_from_json
-    from composer.controls import build_options, groups
+    from composer.controls import build_options, group_kinds, groups
     from composer.outputs import to_json
     from composer.plan import plan_and_selection
 
@@ -109,7 +109,7 @@ def controls_json(recipe_json: str, catalog_json: str, query: str | None) -> str
     found = _LAST.get((id(ctx), query))
     sel, canon = found if found else plan_and_selection(ctx, query)[1:]
     options = to_json(build_options(ctx, sel, canon))
-    view = {"options": options, "groups": groups(ctx)}
+    view = {"options": options, "groups": groups(ctx), "kinds": group_kinds(ctx)}
     # The queries a next click can send: the worker composes their plans ahead.
     nxt = [o["query"] for items in options.values() for o in items if not o["disabled"] and not o["selected"]]
     return json.dumps({"fragments": _renderer().fragments(view, ("controls",)), "next": nxt})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from composer.dimensions import POOLS, Pool, Selection
 from composer.context import MAX_NODES, MULTI_NODE_SIBLING, RecipeContext
 from composer.layers import compose_layers
 from composer.layout import DEFAULT_GPU_UTIL, Layout, capacity, layout_problem, make_layout, strategy_mode
@@ -19,62 +20,7 @@ from composer.modes import available_modes, default_mode, mode_block_reason, mod
 from composer.notices import Notices
 from composer.query import KNOWN_VERSIONS, SCHEMA_VERSION, Request, _short
 
-POOLS = ("prefill", "decode")
 POOL_MODES = ("tp", "tep", "dep")
-
-
-@dataclass(frozen=True)
-class Pool:
-    mode: str
-    nodes: int
-
-
-@dataclass(frozen=True)
-class Selection:
-    """A complete, valid choice in every dimension (ids as in the query)."""
-
-    hardware: str
-    variant: str
-    strategy: str
-    nodes: int
-    features: tuple[str, ...]
-    advanced: tuple[str, ...]
-    kv_offload: str  # "" = off
-    prefill: Pool | None = None
-    decode: Pool | None = None
-    install: str = "pip"  # pip | docker | k8s: how commands are shown
-    task: str | None = None  # omni recipes: the task (its key or id)
-    instances: int = 1  # vLLM instances behind a KV store's router (kv_store_lb)
-    modes: tuple[tuple[str, str], ...] = ()  # (feature id, mode) of every moded feature, recipe order
-    cuda: str | None = None  # CUDA version of the container image, where the recipe offers several
-
-    def mode(self, fid: str) -> str | None:
-        """The mode in force for feature ``fid`` (None: the feature has no modes)."""
-        return dict(self.modes).get(fid)
-
-    def pool(self, name: str) -> Pool | None:
-        return getattr(self, name)
-
-    def to_dict(self) -> dict:
-        d = {
-            "hardware": self.hardware, "variant": self.variant, "strategy": self.strategy,
-            "nodes": self.nodes, "features": list(self.features), "advanced": list(self.advanced),
-            "kv_offload": self.kv_offload or "off", "install": self.install,
-        }
-        if self.task is not None:
-            d["task"] = self.task
-        if self.instances != 1:
-            d["instances"] = self.instances
-        if self.modes:
-            d["modes"] = dict(self.modes)
-        if self.cuda is not None:
-            d["cuda"] = self.cuda
-        for p in POOLS:
-            pool = self.pool(p)
-            if pool:
-                d[f"{p}_mode"] = pool.mode
-                d[f"{p}_nodes"] = pool.nodes
-        return d
 
 
 def util_in_force(ctx: RecipeContext, sel: Selection, pool: str | None = None) -> float:
@@ -161,25 +107,62 @@ def smallest_nodes(ctx: RecipeContext, sel: Selection, lower: int, make, floor: 
     return None
 
 
+@dataclass(frozen=True)
+class _Draft:
+    """A selection being resolved: each step of ``STEPS`` fills its fields.
+    ``want_nodes`` is the query's node count once checked, ``supported`` the
+    offered strategies that run on the hardware."""
+
+    variant: str = "default"
+    hardware: str = ""
+    strategy: str = ""
+    want_nodes: int | None = None
+    supported: tuple[str, ...] = ()
+    features: tuple[str, ...] = ()
+    modes: tuple[tuple[str, str], ...] = ()
+    advanced: tuple[str, ...] = ()
+    kv_offload: str = ""
+    form: str = "pip"
+    task: str | None = None
+    instances: int = 1
+    cuda: str | None = None
+
+
 def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
-    """Resolve ``req`` into a Selection plus notices. Never raises on user input."""
+    """Resolve ``req`` into a Selection plus notices: the steps of ``STEPS``
+    in order (each dimension's step reads what earlier ones decided), then the
+    deployment's shape (nodes or P/D pools). Never raises on user input."""
     n = Notices()
     for p in req.problems:
         n.add("warning", "query-ignored", p)
-    r = ctx.recipe
+    d = _Draft()
+    for _, step in STEPS:
+        d = step(ctx, req, d, n)
+    sel = Selection(d.hardware, d.variant, d.strategy, 1, d.features, d.advanced, d.kv_offload, form=d.form,
+                    task=d.task, instances=d.instances, modes=d.modes, cuda=d.cuda)
+    return _resolve_shape(ctx, req, sel, d.want_nodes, n)
+
+
+def _step_version(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
     version = req.get("v")
     if version is not None and version not in KNOWN_VERSIONS:
         n.add("warning", "query-version", f"This link was written for query version {_short(version)}; it was read as version {SCHEMA_VERSION}.")
+    return d
 
-    # variant
+
+def _step_variant(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
+    r = ctx.recipe
     variant = req.get("variant") or "default"
     if variant not in r.variants:
         n.add("warning", "invalid-variant", f"Variant {_short(variant)} is not in this recipe; the default variant is shown.")
         variant = "default" if "default" in r.variants else next(iter(r.variants))
+    return replace(d, variant=variant)
 
-    # hardware: a GPU asked for without a variant brings the checkpoint that
-    # runs there (issue 12.6: an NVFP4 default does not make MI355X unusable).
-    hw = req.get("hardware")
+
+def _step_hardware(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
+    """The GPU; asked for without a variant, it brings the checkpoint that
+    runs there (issue 12.6: an NVFP4 default does not make MI355X unusable)."""
+    hw, variant = req.get("hardware"), d.variant
     if hw in ctx.listed_hardware and req.get("variant") is None and ctx.hardware_block_reason(hw, variant):
         runs = ctx.variant_for(hw)
         if runs is not None:
@@ -190,19 +173,23 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
     default_hw, problem = ctx.default_hardware(variant)
     if problem and hw is None:  # said only where the default is what is shown
         n.add("info", "default-hardware", f"{problem} {ctx.hw(default_hw).display_name} is shown.")
-    if hw is not None:
-        if hw not in ctx.listed_hardware:
-            n.add("warning", "invalid-hardware", f"Hardware {_short(hw)} is not offered for this recipe; {ctx.hw(default_hw).display_name} is shown.")
-            hw = default_hw
-        else:
-            reason = ctx.hardware_block_reason(hw, variant)
-            if reason:
-                n.add("warning", "hardware-unavailable", f"{ctx.hw(hw).display_name}: {reason} {ctx.hw(default_hw).display_name} is shown instead.")
-                hw = default_hw
-    else:
+    if hw is None:
+        return replace(d, variant=variant, hardware=default_hw)
+    if hw not in ctx.listed_hardware:
+        n.add("warning", "invalid-hardware", f"Hardware {_short(hw)} is not offered for this recipe; {ctx.hw(default_hw).display_name} is shown.")
         hw = default_hw
+    else:
+        reason = ctx.hardware_block_reason(hw, variant)
+        if reason:
+            n.add("warning", "hardware-unavailable", f"{ctx.hw(hw).display_name}: {reason} {ctx.hw(default_hw).display_name} is shown instead.")
+            hw = default_hw
+    return replace(d, variant=variant, hardware=hw)
 
-    # strategy
+
+def _step_strategy(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
+    """The strategy asked for when it runs here, else the recommended one
+    (``recommend``, which reads the node count asked for)."""
+    hw, variant = d.hardware, d.variant
     offered = ctx.strategies
     supported = [s for s in offered if ctx.strategy_block_reason(s, hw) is None]
     want_nodes = req.get_int("nodes")
@@ -219,60 +206,81 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
             sid = None
     if sid is None:
         sid = recommend(ctx, hw, variant, want_nodes, supported)
-        default = r.default_strategy
-        if (sid and want_nodes is None and default in supported and sid != default
-                and ctx.strategy(default).deploy_type == "single_node" and ctx.strategy(sid).deploy_type == "multi_node"):
-            weights = ctx.weights_gb(variant)
-            verified = [c.strategy for c in r.meta.verified_configs
-                        if c.hardware == hw and c.strategy != sid and c.strategy in supported]
-            also = (f" The recipe verified {', '.join(ctx.strategy_label(v) for v in verified)} on "
-                    f"{ctx.hw(hw).display_name}; pick it under Strategy." if verified else "")
-            n.add("info", "strategy-auto",
-                  f"One {ctx.hw(hw).display_name} node ({ctx.hw(hw).vram_gb:g} GB) cannot hold {weights:g} GB of weights, "
-                  f"so {ctx.strategy_label(sid)} is shown instead of the recipe's default {ctx.strategy_label(default)}.{also}")
+        if sid and want_nodes is None:
+            _say_strategy_auto(ctx, hw, variant, sid, supported, n)
         if sid is None:
             n.add("error", "no-strategy", f"This recipe offers no strategy that runs on {ctx.hw(hw).display_name}.")
             sid = offered[0] if offered else "single_node_tp"
+    return replace(d, strategy=sid, want_nodes=want_nodes, supported=tuple(supported))
 
-    # features and advanced (before nodes: they move gpu-memory-utilization)
+
+def _say_strategy_auto(ctx: RecipeContext, hw: str, variant: str, sid: str, supported: list[str], n: Notices) -> None:
+    """The notice for a single-node default replaced by a multi-node strategy
+    because one node cannot hold the weights (naming what the recipe verified)."""
+    default = ctx.recipe.default_strategy
+    if not (default in supported and sid != default and ctx.strategy(default).deploy_type == "single_node"
+            and ctx.strategy(sid).deploy_type == "multi_node"):
+        return
+    weights = ctx.weights_gb(variant)
+    verified = [c.strategy for c in ctx.recipe.meta.verified_configs
+                if c.hardware == hw and c.strategy != sid and c.strategy in supported]
+    also = (f" The recipe verified {', '.join(ctx.strategy_label(v) for v in verified)} on "
+            f"{ctx.hw(hw).display_name}; pick it under Strategy." if verified else "")
+    n.add("info", "strategy-auto",
+          f"One {ctx.hw(hw).display_name} node ({ctx.hw(hw).vram_gb:g} GB) cannot hold {weights:g} GB of weights, "
+          f"so {ctx.strategy_label(sid)} is shown instead of the recipe's default {ctx.strategy_label(default)}.{also}")
+
+
+def _step_features(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
+    """Features (before nodes: they move gpu-memory-utilization): unknown ids
+    reported, of mutually exclusive ones the last listed wins, recipe order."""
+    r = ctx.recipe
     feats = req.get_list("features")
     if feats is None:
-        feats = ctx.default_features(hw, variant)
-    else:
-        unknown = [f for f in feats if f not in r.features]
-        known = tuple(f for f in feats if f in r.features)
-        if unknown and not known:
-            n.add("warning", "invalid-feature", f"Unknown feature(s) {', '.join(_short(f) for f in unknown)}: the recipe's default features are shown.")
-            known = ctx.default_features(hw, variant)
-        elif unknown:
-            n.add("warning", "invalid-feature", f"Unknown feature(s) {', '.join(_short(f) for f in unknown)} ignored.")
-        feats = known
-        # Mutually exclusive features: the one listed last (the latest toggle) wins.
-        kept: list[str] = []
-        for f in reversed(feats):
-            clash = [k for k in kept if k in ctx.exclusive_with(f)]
-            if clash:
-                n.add("warning", "feature-exclusive", f"{feature_label(ctx, f)} cannot be combined with {feature_label(ctx, clash[0])}; it was turned off.")
-                continue
-            kept.append(f)
-        feats = tuple(reversed(kept))
-        for f in feats:
-            why = ctx.feature_block_reason(f, sid)
-            if why:
-                n.add("warning", "feature-unavailable", f"{feature_label(ctx, f)}: {why} It is not emitted.")
+        return replace(d, features=tuple(f for f in r.features if f in ctx.default_features(d.hardware, d.variant)))
+    unknown = [f for f in feats if f not in r.features]
+    known = tuple(f for f in feats if f in r.features)
+    if unknown and not known:
+        n.add("warning", "invalid-feature", f"Unknown feature(s) {', '.join(_short(f) for f in unknown)}: the recipe's default features are shown.")
+        known = ctx.default_features(d.hardware, d.variant)
+    elif unknown:
+        n.add("warning", "invalid-feature", f"Unknown feature(s) {', '.join(_short(f) for f in unknown)} ignored.")
+    # Mutually exclusive features: the one listed last (the latest toggle) wins.
+    kept: list[str] = []
+    for f in reversed(known):
+        clash = [k for k in kept if k in ctx.exclusive_with(f)]
+        if clash:
+            n.add("warning", "feature-exclusive", f"{feature_label(ctx, f)} cannot be combined with {feature_label(ctx, clash[0])}; it was turned off.")
+            continue
+        kept.append(f)
+    feats = tuple(reversed(kept))
+    for f in feats:
+        why = ctx.feature_block_reason(f, d.strategy)
+        if why:
+            n.add("warning", "feature-unavailable", f"{feature_label(ctx, f)}: {why} It is not emitted.")
     # Recipe order, whatever the order of the query: one selection, one URL, one argv.
-    feats = tuple(f for f in r.features if f in feats)
-    modes = resolve_modes(ctx, req, hw, variant, feats, n)
+    return replace(d, features=tuple(f for f in r.features if f in feats))
+
+
+def _step_modes(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
+    return replace(d, modes=resolve_modes(ctx, req, d.hardware, d.variant, d.features, n))
+
+
+def _step_advanced(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
+    """Advanced knobs the strategy shows; hidden or unknown ones reported (W29)."""
     adv = req.get_list("advanced") or ()
-    visible = {k.id for k in ctx.advanced_knobs(sid)}
-    bad = [a for a in adv if a not in visible]
-    for a in bad:
+    visible = {k.id for k in ctx.advanced_knobs(d.strategy)}
+    for a in adv:
+        if a in visible:
+            continue
         if a in ctx.all_advanced_ids:
-            n.add("warning", "advanced-unavailable", f"Advanced option {ctx.advanced_label(a)} does not apply to {ctx.strategy_label(sid)} and is not emitted.")
+            n.add("warning", "advanced-unavailable", f"Advanced option {ctx.advanced_label(a)} does not apply to {ctx.strategy_label(d.strategy)} and is not emitted.")
         else:
             n.add("warning", "invalid-advanced", f"Unknown Advanced option {_short(a)} ignored.")
-    adv = tuple(a for a in adv if a in visible)
+    return replace(d, advanced=tuple(a for a in adv if a in visible))
 
+
+def _step_kv_offload(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
     kv = req.get("kv_offload") or ""
     if kv in ("off", "none"):
         kv = ""
@@ -283,36 +291,76 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         n.add("warning", "invalid-kv-offload", f"KV offload {_short(kv)} is not an option; KV offload is off.")
         kv = ""
     if kv:
-        why = ctx.kv_block_reason(kv, sid, hw)
+        why = ctx.kv_block_reason(kv, d.strategy, d.hardware)
         if why:
             n.add("warning", "kv-offload-unavailable", f"{why} KV offload is off.")
             kv = ""
+    return replace(d, kv_offload=kv)
 
-    install = default_install(ctx)
-    want_install = req.get("install")
-    if want_install is not None:
-        if want_install not in ("pip", "docker", "k8s"):
-            n.add("warning", "invalid-install", f"The value install={_short(want_install)} is not pip, docker or k8s; {install} is shown.")
+
+def _step_form(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
+    """The output form (``install=``, ``composer.forms``): the query's when
+    it is one and available here, else the recipe's default."""
+    from composer.forms import FORMS, default_form, form_block_reason
+
+    form = default_form(ctx)
+    want = req.get("install")
+    if want is not None:
+        if want not in FORMS:
+            n.add("warning", "invalid-install", f"The value install={_short(want)} is not {_or(list(FORMS))}; {form} is shown.")
         else:
-            install = want_install
-    if install in ("docker", "k8s"):
-        from composer.run_forms import docker_image, docker_reason
-        if docker_image(ctx, hw, variant, kv) is None:
-            n.add("warning", "install-unavailable", f"{docker_reason(ctx, hw, variant, kv)} The pip commands are shown.")
-            install = "pip"
-    task = None
-    if ctx.is_omni and ctx.omni_tasks():
-        want_task = req.get("task")
-        idents = [t.ident for t in ctx.omni_tasks()]
-        if want_task is not None and want_task not in idents:
-            n.add("warning", "invalid-task", f"Task {_short(want_task)} is not one of this recipe's ({', '.join(idents)}); the first is shown.")
-        task = want_task if want_task in idents else idents[0]
-    elif req.get("task") is not None:
-        n.add("warning", "query-ignored", "The parameter task applies only to vLLM-Omni recipes and was ignored.")
-    instances = resolve_instances(ctx, req, kv, ctx.strategy(sid).deploy_type, n)
-    cuda = resolve_cuda(ctx, req, hw, variant, n)
-    sel = Selection(hw, variant, sid, 1, tuple(feats), adv, kv, install=install, task=task, instances=instances,
-                    modes=modes, cuda=cuda)
+            form = want
+    why = form_block_reason(ctx, form, d.hardware, d.variant, d.kv_offload)
+    if why:
+        n.add("warning", "install-unavailable", f"{why} The pip commands are shown.")
+        form = "pip"
+    return replace(d, form=form)
+
+
+def _or(words: list[str]) -> str:
+    """``a, b or c``."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _step_task(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
+    want = req.get("task")
+    if not (ctx.is_omni and ctx.omni_tasks()):
+        if want is not None:
+            n.add("warning", "query-ignored", "The parameter task applies only to vLLM-Omni recipes and was ignored.")
+        return d
+    idents = [t.ident for t in ctx.omni_tasks()]
+    if want is not None and want not in idents:
+        n.add("warning", "invalid-task", f"Task {_short(want)} is not one of this recipe's ({', '.join(idents)}); the first is shown.")
+    return replace(d, task=want if want in idents else idents[0])
+
+
+def _step_instances(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
+    return replace(d, instances=resolve_instances(ctx, req, d.kv_offload, ctx.strategy(d.strategy).deploy_type, n))
+
+
+def _step_cuda(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
+    return replace(d, cuda=resolve_cuda(ctx, req, d.hardware, d.variant, n))
+
+
+STEPS = (
+    ("v", _step_version), ("variant", _step_variant), ("hardware", _step_hardware), ("strategy", _step_strategy),
+    ("features", _step_features), ("fmode", _step_modes), ("advanced", _step_advanced),
+    ("kv_offload", _step_kv_offload), ("install", _step_form), ("task", _step_task),
+    ("instances", _step_instances), ("cuda", _step_cuda),
+)
+"""One resolver step per dimension (``composer.dimensions``), in the order of
+their data dependencies: the variant before the GPU (a GPU may switch it), the
+strategy before the features and knobs it gates, everything before the shape
+(``_resolve_shape``: nodes, or the P/D pools, sized with the memory flags of
+the final command)."""
+
+
+def _resolve_shape(ctx: RecipeContext, req: Request, sel: Selection, want_nodes: int | None,
+                   n: Notices) -> tuple[Selection, Notices]:
+    """The node count (or, for P/D, both pools): the smallest that meets the
+    strategy floor, holds the weights and gives a valid layout; a count asked
+    for that does not work is raised or lowered with the reason."""
+    sid = sel.strategy
     deploy = ctx.strategy(sid).deploy_type
     pool_params = [k for k in ("prefill_mode", "prefill_nodes", "decode_mode", "decode_nodes") if req.get(k) is not None]
     if deploy != "pd_cluster" and pool_params:
@@ -321,18 +369,20 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         n.add("warning", "query-ignored", f"The parameter nodes={want_nodes} does not apply to P/D disaggregation: its pools are sized by prefill_nodes and decode_nodes.")
     if deploy == "pd_cluster":
         return resolve_pd(ctx, sel, req, n)
-    hwname = ctx.hw(hw).display_name
     if deploy == "single_node":
         if want_nodes not in (None, 1):
             n.add("warning", "nodes-adjusted", f"{ctx.strategy_label(sid)} runs on one node; nodes={want_nodes} was set to 1.")
-        lay = layout_for(ctx, sel, 1)
-        why = layout_ok(ctx, sel, lay)
-        if sid == "omni" and why:
-            n.add("error", "capacity", why)
-            return sel, n
+        why = layout_ok(ctx, sel, layout_for(ctx, sel, 1))
         if why:
-            n.add("error", "capacity", f"{why} {fit_hint(ctx, sel)}")
+            n.add("error", "capacity", why if sid == "omni" else f"{why} {fit_hint(ctx, sel)}")
         return sel, n
+    return _resolve_nodes(ctx, sel, want_nodes, n), n
+
+
+def _resolve_nodes(ctx: RecipeContext, sel: Selection, want_nodes: int | None, n: Notices) -> Selection:
+    """The node count of a multi-node strategy (``_resolve_shape``)."""
+    sid, hw = sel.strategy, sel.hardware
+    hwname = ctx.hw(hw).display_name
     floor = max(2, ctx.floor_nodes(sid, hw))
     lower = max(floor, want_nodes or 1)
     nodes = smallest_nodes(ctx, sel, lower, lambda k: layout_for(ctx, sel, k), floor)
@@ -349,7 +399,7 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
             why = f"{layout_ok(ctx, sel, layout_for(ctx, sel, want_nodes))} No larger count up to {MAX_NODES} works."
             n.add("warning", "nodes-lowered", f"Nodes lowered from {want_nodes} to {nodes}: {why}",
                   subject="nodes", old=want_nodes, new=nodes, reason=why)
-    return replace(sel, nodes=nodes), n
+    return replace(sel, nodes=nodes)
 
 
 def resolve_modes(ctx: RecipeContext, req: Request, hw: str, variant: str, feats: tuple[str, ...],
@@ -454,17 +504,6 @@ def resolve_cuda(ctx: RecipeContext, req: Request, hw: str, variant: str, n: Not
                                          f"({', '.join(choices)}); {default_cuda(choices)} is shown.")
         want = None
     return want or default_cuda(choices)
-
-
-def default_install(ctx: RecipeContext) -> str:
-    """``docker`` when the recipe's ``model.install`` lists docker before pip or
-    disables pip (semantics §2.1), else ``pip``."""
-    inst = ctx.recipe.model.install
-    if isinstance(inst, dict):
-        keys = [k for k in inst if k in ("pip", "docker")]
-        if inst.get("pip") is False or (keys and keys[0] == "docker" and inst.get("docker") is not False):
-            return "docker"
-    return "pip"
 
 
 def recommend(ctx: RecipeContext, hw: str, variant: str, want_nodes: int | None, supported: list[str]) -> str | None:

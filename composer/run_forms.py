@@ -202,7 +202,7 @@ def dependencies(ctx: RecipeContext, sel) -> tuple[InstallStep, ...]:
     brand = ctx.hw(sel.hardware).brand
     out = []
     for d in ctx.recipe.dependencies:
-        if d.applies(brand, sel.install) and d.command.strip():
+        if d.applies(brand, sel.form) and d.command.strip():
             out.append(InstallStep(recipe_script(d.command), d.note, d.optional))
     return tuple(out)
 
@@ -257,7 +257,7 @@ def install(ctx: RecipeContext, sel, companions: list[CompanionProcess]) -> Inst
         extras.append(_install(kv.install))
     vllm_pkgs = [x for x in ([_install(kv.install)] if kv is not None and kv.install else [])
                  + [_mooncake_install(ctx, sel)] if x]
-    if sel.install == "docker" and image and vllm_pkgs:
+    if sel.form == "docker" and image and vllm_pkgs:
         # The connector runs inside vLLM's process: the container needs it, not the host.
         notes.append(f"The {image} image does not include what the KV connector needs ({'; '.join(vllm_pkgs)}): "
                      f"build an image FROM {image} that runs it (with uv pip install --system) and use that image.")
@@ -274,7 +274,7 @@ def install_notices(ctx: RecipeContext, sel, notices) -> None:
     minver = min_vllm_version(ctx, sel)
     image = docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, getattr(sel, "cuda", None))
     tag = re.search(r":v(\d+\.\d+(?:\.\d+)?)(?:$|-)", image or "")
-    if minver and tag and sel.install == "docker" and version_key(tag.group(1)) < version_key(minver):
+    if minver and tag and sel.form == "docker" and version_key(tag.group(1)) < version_key(minver):
         notices.add("warning", "image-too-old",
                     f"The recipe's container image {image} holds vLLM {tag.group(1)}, older than the vLLM {minver} "
                     "this configuration needs; the pip install meets it.", subject="docker_image", new=minver)

@@ -127,6 +127,6 @@ def test_no_enabled_option_of_a_corpus_default_page_leads_to_an_error(catalog):
         for dim in ("hardware", "variant", "strategy", "features", "kv_offload", "nodes"):
             for o in page["options"].get(dim, ()):
                 if not o["disabled"] and not o["selected"]:
-                    if compose(ctx, o["query"], kubernetes=False)["status"] != "ok":
+                    if compose(ctx, o["query"], every_form=False)["status"] != "ok":
                         bad.append((rid, dim, o["id"]))
     assert not bad, bad[:10]

@@ -152,10 +152,9 @@
   // choice (a P/D pool size, say, has no control until its plan is composed).
   function showQueryInControls(query) {
     const q = new URLSearchParams(query);
-    const modes = fmodes(q);
     for (const fs of document.querySelectorAll("#controls fieldset[data-dim]")) {
-      const dim = fs.dataset.dim;
-      const value = dim.startsWith("fmode.") ? modes.get(dim.slice(6)) : q.get(dim);
+      const param = fs.dataset.param;
+      const value = fs.dataset.item ? items(q, param).get(fs.dataset.item) : q.get(param);
       if (value === undefined || value === null) continue;
       const inputs = [...fs.querySelectorAll("input")];
       if (fs.dataset.kind === "checkbox") {
@@ -185,32 +184,32 @@
   function syncLabels() {  // the selected look follows the checked inputs
     for (const i of document.querySelectorAll("#controls input")) i.closest("label").classList.toggle("sel", i.checked);
   }
-  // fmode=feature:mode,… (the public site's format) as a Map.
-  function fmodes(q) {
+  // A keyed list parameter (fmode=feature:mode,…, the public site's format) as a Map.
+  function items(q, param) {
     const m = new Map();
-    for (const item of (q.get("fmode") || "").split(",")) {
+    for (const item of (q.get(param) || "").split(",")) {
       const at = item.indexOf(":");
       if (at > 0 && !m.has(item.slice(0, at))) m.set(item.slice(0, at), item.slice(at + 1));
     }
     return m;
   }
+  // The query of a choice made on the state the page is heading for. What a
+  // group sets and clears is the rendered group's own word (data-param,
+  // data-item, data-kind, data-resets: composer/dimensions.py), not this script's.
   function queuedQuery(input) {
     const q = new URLSearchParams(heading());
     const fs = input.closest("fieldset[data-dim]");
-    const dim = fs.dataset.dim;
-    if (dim.startsWith("fmode.")) {
-      const m = fmodes(q);
-      m.set(dim.slice(6), input.value);
-      q.set("fmode", [...m].map(([f, v]) => `${f}:${v}`).join(","));
+    const param = fs.dataset.param;
+    if (fs.dataset.item) {
+      const m = items(q, param);
+      m.set(fs.dataset.item, input.value);
+      q.set(param, [...m].map(([f, v]) => `${f}:${v}`).join(","));
     } else if (fs.dataset.kind === "checkbox") {
-      q.set(dim, [...fs.querySelectorAll("input:checked")].map((i) => i.value).join(","));
+      q.set(param, [...fs.querySelectorAll("input:checked")].map((i) => i.value).join(","));
     } else {
-      q.set(dim, input.value);
-      // A new deployment shape: the composer picks nodes and pools afresh.
-      if (["hardware", "variant", "strategy"].includes(dim)) {
-        for (const k of ["nodes", "prefill_nodes", "decode_nodes"]) q.delete(k);
-      }
+      q.set(param, input.value);
     }
+    for (const k of (fs.dataset.resets || "").split(" ").filter(Boolean)) q.delete(k);
     return queryText(q);
   }
 
@@ -228,9 +227,9 @@
     const phBox = document.querySelector("#placeholders details");
     const phClosed = phBox !== null && !phBox.open;
     const tab = document.querySelector('#commands [role="tab"][aria-selected="true"]');
-    // Choosing Kubernetes under "Run with" shows its manifests first.
-    const k8sNew = !document.getElementById("tab-k8s") && (fragments.commands || "").includes('id="tab-k8s"');
-    const tabId = tab && !k8sNew ? tab.id : null;
+    // A "Run with" form that has files of its own (the Kubernetes manifests) shows them first.
+    const fileNew = !document.querySelector('#commands [data-role="file"]') && (fragments.commands || "").includes('data-role="file"');
+    const tabId = tab && !fileNew ? tab.id : null;
     for (const name of FRAGMENTS) if (name in fragments) document.getElementById(name).innerHTML = fragments[name];
     for (const key of open) {
       const d = document.querySelector(key);
@@ -277,7 +276,7 @@
   }
   function applyPlaceholders() {
     const vals = phValues();
-    for (const code of document.querySelectorAll("#commands .panel:not([data-role=kubernetes]) pre code, #extras pre code")) {
+    for (const code of document.querySelectorAll("#commands .panel:not([data-role=file]) pre code, #extras pre code")) {
       if (code.dataset.raw === undefined) code.dataset.raw = code.textContent;
       code.textContent = phSubstitute(code.dataset.raw, vals);
     }
@@ -438,14 +437,11 @@
     }
     const dl = ev.target.closest("button.download");
     if (dl) {
-      let blob;
-      if (dl.dataset.kind === "k8s") {
-        blob = new Blob([plan.kubernetes.yaml], {type: "application/yaml"});
-      } else {
-        const cmds = plan.commands.length ? plan.commands : plan.blocked_commands;
-        const cmd = cmds[Number(dl.closest(".panel").dataset.index)];
-        blob = new Blob([scriptWithValues(cmd.script)], {type: "text/x-shellscript"});
-      }
+      // Every file comes from the plan's output form (composer/forms): a
+      // node's script gets the placeholder values, a whole-plan file as is.
+      const artifact = plan.output.artifacts[Number(dl.dataset.artifact)];
+      const text = artifact.command === null ? artifact.text : scriptWithValues(artifact.text);
+      const blob = new Blob([text], {type: artifact.media_type});
       const url = URL.createObjectURL(blob);
       const a = document.createElement("a");
       a.href = url;

@@ -2,8 +2,16 @@
 // thread. Boot: restore the build's memory snapshot (composer, Jinja2 and the
 // compiled templates already imported: ~0.5 s), or, when the page asks for it
 // after a failed restore, boot Python cold and import everything (~5 s).
-// Protocol: {type:"init", mode:"snapshot"|"cold", urls…}, then {type:"view", id, query};
-// replies {type:"progress"|"ready"|"failed"} and {type:"view"|"error", id, …}.
+// Protocol. The page sends {type:"init", mode:"snapshot"|"cold", indexURL,
+// snapshotURL, snapshotSize, snapshotSha256, pyodideVersion, pythonURL,
+// recipeURL, catalogURL}, then {type:"view", id, query} per choice. The worker
+// replies {type:"progress", text} while booting, then {type:"ready", mode, ms,
+// timings} or {type:"failed", stage:"snapshot"|"runtime", error}; per view
+// request, in two parts, {type:"plan", id, view, ms} (view: JSON {plan,
+// fragments} without the controls, composer.render.plan_json) and then
+// {type:"controls", id, view, ms} (JSON {fragments:{controls}, next},
+// controls_json), or {type:"error", id, error}. A request overtaken by a
+// newer one gets no reply.
 import {growingFactory, installSitePython} from "./boot-python.mjs";
 
 let planJson = null;

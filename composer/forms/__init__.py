@@ -1,0 +1,115 @@
+"""Output forms: the shapes a plan's commands can take, as a registry.
+
+A form is how a person runs the plan — on the host after a pip install, in
+the vLLM container, as Kubernetes manifests. Each form is one module of this
+package with one ``OutputForm`` declaration, entered once in ``FORMS``; the
+page's "Run with" control, the resolver (``install=``), the CLI's
+``--format``, the plan's ``output`` (what the page's tabs, Copy and Download
+show) are all derived from the registry. How vLLM itself gets installed
+follows from the form (``OutputForm.vllm_from``), not the other way round.
+
+To add a form: a module here defining ``FORM`` and one entry in ``FORMS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Literal, Optional
+
+from composer.context import RecipeContext
+from composer.outputs import Artifact, Command, Output
+
+
+@dataclass(frozen=True)
+class FormInput:
+    """What a form's builder reads: the context, the selection, the plan's
+    commands (final ``pip_text``/``docker_text`` included), its companion
+    processes, capacity checks and summary, and whether the plan is blocked."""
+
+    ctx: RecipeContext
+    sel: object
+    commands: tuple[Command, ...]
+    companions: tuple
+    capacity: tuple
+    summary: str
+    blocked: bool
+
+
+@dataclass(frozen=True)
+class OutputForm:
+    """One output form.
+
+    ``id`` is its value of the ``install=`` URL parameter; ``label`` and
+    ``describe(image)`` what its option says (``image``: the container image
+    in force, or None); ``needs_image``: unavailable where no container image
+    is known (then ``run_forms.docker_reason`` says why); ``vllm_from``: how
+    vLLM is installed — ``host`` (pip on each node) or ``image`` (the
+    container's); ``command_text(cmd)``: the text a command's tab shows;
+    ``files(inp)``: the form's own files beyond the per-command scripts, with
+    a reason when it has none (``(artifacts, reason)``); ``plan_key``: the
+    plan field its structured result fills (``kubernetes``), with ``detail``
+    building it."""
+
+    id: str
+    label: str
+    describe: Callable[[Optional[str]], str]
+    needs_image: bool
+    vllm_from: Literal["host", "image"]
+    command_text: Callable[[Command], str]
+    files: Callable[[FormInput, object], tuple[tuple[Artifact, ...], Optional[str]]] = lambda inp, detail: ((), None)
+    plan_key: Optional[str] = None
+    detail: Optional[Callable[[FormInput], object]] = None
+
+
+from composer.forms import docker, kubernetes, pip  # noqa: E402  (each module declares its FORM)
+
+FORMS: dict[str, OutputForm] = {f.id: f for f in (pip.FORM, docker.FORM, kubernetes.FORM)}
+"""The registry, in the order the page offers the forms."""
+
+
+def default_form(ctx: RecipeContext) -> str:
+    """``docker`` when the recipe's ``model.install`` lists docker before pip
+    or disables pip (semantics §2.1), else ``pip``."""
+    inst = ctx.recipe.model.install
+    if isinstance(inst, dict):
+        keys = [k for k in inst if k in ("pip", "docker")]
+        if inst.get("pip") is False or (keys and keys[0] == "docker" and inst.get("docker") is not False):
+            return "docker"
+    return "pip"
+
+
+def form_block_reason(ctx: RecipeContext, form_id: str, hw_id: str, variant_id: str, kv_offload: str) -> str | None:
+    """Why form ``form_id`` cannot show this selection (no container image is
+    known for it), or None."""
+    from composer.run_forms import docker_image, docker_reason
+
+    form = FORMS[form_id]
+    if form.needs_image and docker_image(ctx, hw_id, variant_id, kv_offload) is None:
+        return docker_reason(ctx, hw_id, variant_id, kv_offload)
+    return None
+
+
+def script_name(label: str) -> str:
+    """A command's script file name from its tab label (``Prefill node 1/2``
+    → ``prefill-node-1-of-2.sh``)."""
+    name = label.lower().replace("·", "").replace(" ", "-").replace("/", "-of-").replace("(", "").replace(")", "")
+    return name.replace("--", "-") + ".sh"
+
+
+def output(form_id: str, inp: FormInput, detail: object) -> Output:
+    """The plan's ``output``: the selected form's files (first) and every
+    command's runnable script, each an ``Artifact``."""
+    form = FORMS[form_id]
+    files, reason = form.files(inp, detail)
+    scripts = tuple(Artifact(script_name(c.label), "text/x-shellscript", c.script, command=i)
+                    for i, c in enumerate(inp.commands) if c.script)
+    return Output(form.id, form.label, files + scripts, reason)
+
+
+def details(inp: FormInput, every: bool) -> dict[str, object]:
+    """``{plan key: structured result}`` of the forms that have one: every
+    such form (``every``: the CLI and the JSON API), else only the selected
+    one (the page writes no YAML nobody sees)."""
+    sel_form = getattr(inp.sel, "form", None)
+    return {f.plan_key: f.detail(inp) for f in FORMS.values()
+            if f.plan_key and f.detail and (every or f.id == sel_form)}

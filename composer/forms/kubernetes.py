@@ -1,0 +1,57 @@
+"""The Kubernetes form: the plan as manifests to ``kubectl apply`` — a
+Deployment for one node, a LeaderWorkerSet across nodes, a DisaggregatedSet
+for P/D — running the Docker form's image (``composer.k8s`` builds them)."""
+
+from __future__ import annotations
+
+from composer import k8s
+from composer.forms import FormInput, OutputForm
+from composer.outputs import Artifact, Manifests
+
+
+def manifests(inp: FormInput) -> Manifests:
+    """The plan's Kubernetes manifests (``composer.k8s``), or a ``Manifests``
+    whose ``reason`` says why there are none (no container image is known for
+    the brand, or the plan cannot be expressed as one worker template)."""
+    from composer import run_forms as run
+    from composer.dimensions import POOLS
+    from composer.resolve import layout_for, pool_layout
+
+    ctx, sel = inp.ctx, inp.sel
+    name = ctx.recipe_id.split("/")[-1] + "-" + sel.hardware + ".yaml"
+    # The Docker form's image: the same KV-connector and CUDA choice.
+    image = run.docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, sel.cuda)
+    if image is None:
+        return Manifests(name, "", (), run.docker_reason(ctx, sel.hardware, sel.variant, sel.kv_offload))
+    if not inp.commands:
+        return Manifests(name, "", (), "The plan has no commands to run.")
+    if sel.prefill:
+        layouts = {p: pool_layout(ctx, sel, p, sel.pool(p).mode, sel.pool(p).nodes) for p in POOLS}
+    else:
+        layouts = {None: layout_for(ctx, sel, sel.nodes)}
+    weights = max((c.weights_gb for c in inp.capacity if c.weights_gb), default=None)
+    try:
+        return k8s.build(ctx, sel, list(inp.commands), list(inp.companions), image, run.brand_key(ctx, sel.hardware),
+                         layouts, weights, inp.summary, inp.blocked)
+    except k8s.K8sError as exc:
+        return Manifests(name, "", (), f"These commands cannot run as Kubernetes manifests: {exc}.")
+
+
+def files(inp: FormInput, detail: object) -> tuple[tuple[Artifact, ...], str | None]:
+    """The manifests as one YAML file, or the reason there are none."""
+    m = detail if isinstance(detail, Manifests) else manifests(inp)
+    if not m.yaml:
+        return (), m.reason
+    note = (f"Apply with kubectl apply -f {m.file_name}. Values marked PARAMETER are yours to set; "
+            "the per-node tabs show the commands each pod runs.")
+    return (Artifact(m.file_name, "application/yaml", m.yaml, note=note),), None
+
+
+FORM = OutputForm(
+    id="k8s", label="Kubernetes",
+    describe=lambda image: (f"Kubernetes manifests running the {image} container: a Deployment for one node, a "
+                            "LeaderWorkerSet across nodes, a DisaggregatedSet for P/D.") if image else "",
+    needs_image=True, vllm_from="image",
+    command_text=lambda cmd: cmd.pip_text,
+    files=files, plan_key="kubernetes", detail=manifests,
+)
