@@ -83,14 +83,11 @@ def raise_reason(notices, asked: int, got: int) -> str:
 
 def resolved_with_notices(ctx: RecipeContext, values: dict[str, str]):
     """``resolve`` of a parameter dict: ``(Selection, [Notice])``, cached on the context."""
-    cache = ctx.__dict__.setdefault("_resolve_cache", {})
-    key = tuple(sorted(values.items()))
-    if key not in cache:
-        if len(cache) > 4096:
-            cache.clear()
+    def make():
         sel, notices = resolve(ctx, parse_query(values))
-        cache[key] = (sel, notices.items())
-    return cache[key]
+        return sel, notices.items()
+
+    return ctx.cache("resolve").get(tuple(sorted(values.items())), make)
 
 
 def canonical_request(ctx: RecipeContext, sel: Selection) -> Request:

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
+from composer.cache import BOUNDS, BoundedCache
 from composer.lookup import hw_value, lookup_value
 from composer.schema import Catalog, HardwareProfile, Recipe, Strategy, Variant
 
@@ -62,13 +63,10 @@ class AdvancedKnob:
 def _memo(method):
     """Cache a RecipeContext method per arguments (the recipe and catalogue are
     immutable, and the resolver asks the same questions many times per plan)."""
-    name = "_memo_" + method.__name__
+    name = "memo:" + method.__name__
 
     def wrapper(self, *args):
-        cache = self.__dict__.setdefault(name, {})
-        if args not in cache:
-            cache[args] = method(self, *args)
-        return cache[args]
+        return self.cache(name).get(args, lambda: method(self, *args))
 
     wrapper.__doc__ = method.__doc__
     wrapper.__name__ = method.__name__
@@ -85,6 +83,16 @@ class RecipeContext:
         self.recipe_id = recipe_id
         self.recipe = recipe
         self.catalog = catalog
+        self._caches: dict[str, BoundedCache] = {}
+
+    def cache(self, region: str) -> BoundedCache:
+        """The context's one cache: region ``region`` (``composer.cache.BOUNDS``
+        gives its bound; ``memo:<method>`` regions share the ``memo`` bound).
+        Raises ``KeyError`` for a region with no declared bound."""
+        found = self._caches.get(region)
+        if found is None:
+            found = self._caches[region] = BoundedCache(BOUNDS[region.split(":", 1)[0]])
+        return found
 
     # ----- hardware -------------------------------------------------------
     def hw(self, hw_id: str) -> HardwareProfile:

@@ -69,13 +69,6 @@ def page_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
     return json.dumps(first)
 
 
-_LAST: dict = {}
-"""``(context, query)`` → (selection, canonical request) of recent ``plan_json``
-calls (the worker also composes likely next clicks ahead); its
-``controls_json`` follows. Bounded: the oldest entries go first."""
-_LAST_MAX = 128
-
-
 def _renderer() -> PageRenderer:
     if _BROWSER is None:
         raise RuntimeError("install_templates() was not called")
@@ -91,9 +84,7 @@ def plan_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
 
     ctx = context_from_json(recipe_json, catalog_json)
     plan, sel, canon = plan_and_selection(ctx, query)
-    if len(_LAST) >= _LAST_MAX:
-        _LAST.pop(next(iter(_LAST)))
-    _LAST[(id(ctx), query)] = (sel, canon)
+    ctx.cache("page-selection").put(query, (sel, canon))  # its controls_json follows
     data = to_json(plan)
     return json.dumps({"plan": data, "fragments": _renderer().fragments(data, PLAN_FRAGMENTS)})
 
@@ -106,7 +97,7 @@ def controls_json(recipe_json: str, catalog_json: str, query: str | None) -> str
     from composer.plan import plan_and_selection
 
     ctx = context_from_json(recipe_json, catalog_json)
-    found = _LAST.get((id(ctx), query))
+    found = ctx.cache("page-selection").peek(query)
     sel, canon = found if found else plan_and_selection(ctx, query)[1:]
     options = to_json(build_options(ctx, sel, canon))
     view = {"options": options, "groups": groups(ctx), "kinds": group_kinds(ctx)}

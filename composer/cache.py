@@ -1,0 +1,58 @@
+"""The composer's memo caches: one kind, each with a stated bound.
+
+A recipe's context (``RecipeContext.cache``) keeps its derived answers in
+named regions; every region is a ``BoundedCache`` whose bound is declared in
+``BOUNDS``, so a page that stays open for hours (an embed composes on every
+click) or a process composing thousands of plans holds at most that many
+entries per region and recipe. Eviction is least-recently-used.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Hashable, TypeVar
+
+V = TypeVar("V")
+
+BOUNDS: dict[str, int] = {
+    "resolve": 4096,        # query parameters → (Selection, notices): canonical links and options retry small dicts
+    "memory-flags": 1024,   # selection without node counts → (utilization, KV dtype, max-model-len)
+    "owned-units": 256,     # feature id → the flag settings it owns
+    "page-selection": 128,  # query → (Selection, canonical Request) of the worker's last plans, for its controls
+    "memo": 2048,           # per RecipeContext method: arguments → answer
+}
+"""Entries per region and recipe context."""
+
+
+class BoundedCache:
+    """A mapping of at most ``bound`` entries, least recently used evicted
+    first. ``get(key, make)`` returns the cached value or stores ``make()``."""
+
+    __slots__ = ("bound", "_data")
+
+    def __init__(self, bound: int) -> None:
+        if bound < 1:
+            raise ValueError(f"a cache bound must be at least 1, not {bound}")
+        self.bound = bound
+        self._data: dict = {}
+
+    def get(self, key: Hashable, make: Callable[[], V]) -> V:
+        data = self._data
+        if key in data:
+            value = data.pop(key)
+            data[key] = value  # most recently used last
+            return value
+        value = make()
+        if len(data) >= self.bound:
+            del data[next(iter(data))]
+        data[key] = value
+        return value
+
+    def peek(self, key: Hashable, default=None):
+        """The cached value of ``key`` without storing anything, or ``default``."""
+        return self._data.get(key, default)
+
+    def put(self, key: Hashable, value) -> None:
+        self.get(key, lambda: value)
+
+    def __len__(self) -> int:
+        return len(self._data)
