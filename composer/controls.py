@@ -11,6 +11,7 @@ from composer.context import MAX_NODES, RecipeContext
 from composer.help import GROUPS
 from composer.modes import default_mode, format_fmode, mode_block_reason, mode_label, moded_features, parse_fmode
 from composer.outputs import Option
+from composer.parallel import KINDS
 from composer.query import SCHEMA_VERSION, Request, parse_query
 from composer.resolve import POOLS, Selection, feature_label, pd_modes
 
@@ -120,7 +121,7 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
         for name in POOLS:
             pool = sel.pool(name)
             opts[f"{name}_mode"] = [{
-                "id": m, "label": m.upper(), "selected": m == pool.mode, "disabled": False, "reason": None,
+                "id": m, "label": KINDS[m].label, "selected": m == pool.mode, "disabled": False, "reason": None,
                 "query": base.with_values(**{f"{name}_mode": m}).query(),
             } for m in modes]
             opts[f"{name}_nodes"] = []

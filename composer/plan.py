@@ -21,7 +21,7 @@ from composer.memory import capacity
 from composer.notices import Notices
 from composer.placeholders import placeholders
 from composer.outputs import CapacityCheck, Checkpoint, Command, EnvSource, FlagSource, Manifests, Plan, RecipeRef, Replaced, to_json
-from composer.parallel import node_units, serves_api, shape
+from composer.parallel import KINDS, node_units, serves_api, shape
 from composer.query import parse_query
 from composer.resolve import POOLS, Selection, feature_label, layout_for, pool_layout, resolve, util_in_force
 from composer.shell import command_text, env_text, recipe_command
@@ -388,7 +388,7 @@ def summary(ctx: RecipeContext, sel: Selection, commands: list[dict]) -> str:
         # The cluster size first, as for every other plan; the router is a CPU
         # process (no GPU node of its own): it runs on any host that reaches both pools.
         return (f"{pd_nodes(sel)} × {hw.display_name} nodes · P/D: prefill {sel.prefill.nodes} × "
-                f"{sel.prefill.mode.upper()} + decode {sel.decode.nodes} × {sel.decode.mode.upper()}; "
+                f"{KINDS[sel.prefill.mode].label} + decode {sel.decode.nodes} × {KINDS[sel.decode.mode].label}; "
                 f"router on any host · {prec}")
     text = f"{sel.nodes} × {hw.display_name} · {ctx.strategy_label(sel.strategy)} · {_shape(ctx, sel)} · {prec}"
     if sel.instances > 1:

@@ -584,12 +584,12 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
         floor = ctx.floor_nodes(mode, hw)
         lower = max(floor, want or recipe_nodes or 1)
         nodes = smallest_nodes(ctx, sel_p, lower, lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), floor, name)
-        label = f"{name.capitalize()} pool ({mode.upper()})"
+        label = f"{name.capitalize()} pool ({KINDS[mode].label})"
         if nodes is None:
             n.add("error", "capacity", f"{label}: no node count up to {MAX_NODES} of {ctx.hw(hw).display_name} has room for the weights and the KV cache with a valid layout.")
             nodes = min(lower, MAX_NODES)
         elif want is not None and nodes != want:
-            floor_msg = f"{mode.upper()} needs at least {ctx.floor_gpus(mode, hw)} GPUs."
+            floor_msg = f"{KINDS[mode].label} needs at least {ctx.floor_gpus(mode, hw)} GPUs."
             if nodes > want:
                 why = raise_reasons(ctx, sel_p, want, floor, nodes, floor_msg,
                                     lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), name)
