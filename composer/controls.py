@@ -97,7 +97,7 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
             reason = f"Needs more than {MAX_NODES} nodes of {hwp.display_name}."
         same_kind = st.deploy_type == deploy
         query = base.with_values(strategy=s, nodes=(None if not same_kind or st.deploy_type != "multi_node" else base.get("nodes")),
-                                 **(pd_keys if s != "pd_cluster" else {}))
+                                 **(pd_keys if st.kind != "pd" else {}))
         if reason is None:
             # A strategy that no node count makes work (e.g. TP+DP where one node
             # cannot hold a replica) is disabled with the composer's reason.
