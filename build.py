@@ -44,7 +44,7 @@ from composer.render import environment
 from composer.routes import checkpoints, route_map, variant_routes
 from composer.loader import RecipeError, RecipeLoadError, recipe_paths, unsafe_recipe_files
 from composer.schema import Recipe
-from composer.checks import check_recipe, load_catalog_checked
+from composer.checks import check_catalog, check_recipe
 from composer.guide import render_guide
 from composer.validate import dump, recipe_json_schema as schema_of_recipes
 
@@ -398,7 +398,8 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     """Build the whole site into ``out``; returns ``{recipes, out, errors, warnings}``.
 
     ``warnings`` lists what vLLM's CLI would refuse or ignore in the recipes
-    (``composer.validate.lint_recipe``); with ``strict`` those are errors.
+    (``composer.validate.lint_recipe``) and the strategy files that declare no
+    ``kind`` (``composer.checks.check_catalog``); with ``strict`` those are errors.
 
     Recipes are validated and rendered in ``jobs`` worker processes (default:
     one per CPU). ``repo_url`` and ``repo_branch`` say where the recipes live
@@ -414,7 +415,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     repo_url = check_repo_url(repo_url)
     if not base_path.startswith("/") or not base_path.endswith("/") or not _SAFE_BASE.match(base_path):
         raise BuildError(f"--base-path {base_path!r} must be a URL path that starts and ends with '/', e.g. / or /recipes/")
-    catalog = load_catalog_checked(recipes_dir)
+    catalog, catalog_warnings = check_catalog(recipes_dir, strict)
     paths = recipe_paths(recipes_dir)
     if not paths:
         raise RecipeLoadError([RecipeError("models/", "", "no recipes found (expected models/<org>/<repo>.yaml)")])
@@ -448,7 +449,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         else:
             results = [_recipe_job(rid) for rid in paths]
         errors = unsafe_recipe_files(recipes_dir) + [e for _, _, errs in results for e in errs if e.level == "error"]
-        warnings = [e for _, _, errs in results for e in errs if e.level != "error"]
+        warnings = catalog_warnings + [e for _, _, errs in results for e in errs if e.level != "error"]
         if errors and not keep_going:
             raise RecipeLoadError(errors)
         entries = sorted((entry for _, entry, _ in results if entry is not None), key=lambda e: e["title"].lower())
@@ -562,7 +563,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="build the good recipes even if some are bad (bad ones are reported and left out)")
     ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per CPU)")
     ap.add_argument("--strict", action="store_true",
-                    help="what vLLM's CLI would refuse or ignore is an error, not a warning (for recipes you own)")
+                    help="what vLLM's CLI would refuse or ignore, and a strategy file without a kind, is an error, "
+                         "not a warning (for recipes you own)")
     ap.add_argument("--repo-url", default=DEFAULT_REPO_URL,
                     help="https URL of the repository the recipes live in: pages link there to edit a recipe and "
                          "to report a problem (default: $RECIPES_REPO_URL or %(default)s)")
@@ -591,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {e}", file=sys.stderr)
     if summary["warnings"]:
         print(f"{len(summary['warnings'])} warning(s): commands vLLM {vllm_cli.VERSION} would refuse or ignore "
-              "(shown on the pages as notices)", file=sys.stderr)
+              "(shown on the pages as notices), strategy files without a kind", file=sys.stderr)
     for e in summary["errors"]:
         print(f"  skipped: {e}", file=sys.stderr)
     print(f"built {summary['recipes']} recipe page(s) into {summary['out']}"

@@ -2,7 +2,9 @@
 and the CLI's compose command run exactly these checks, so nothing the build
 refuses composes on the command line.
 
-* ``load_catalog_checked``: the taxonomy, strategies and KV stores;
+* ``check_catalog`` / ``load_catalog_checked``: the taxonomy, strategies and
+  KV stores (a strategy file without ``kind`` is a warning, an error with
+  ``strict``);
 * ``check_recipe``: one recipe against the schema (pydantic), the catalogue
   (ids it names), its own arg lists (parse, no contradiction), a composed
   default plan, and vLLM's CLI (warnings);
@@ -24,10 +26,22 @@ from composer.schema import ENV_NAME, Catalog, Recipe
 from composer.validate import check_recipe_args, check_recipe_commands, check_recipe_references, lint_recipe, unknown_keys, validate_catalog, validate_recipe
 
 
-def load_catalog_checked(recipes_dir: Path) -> Catalog:
+def load_catalog_checked(recipes_dir: Path, strict: bool = False) -> Catalog:
     """The validated catalogue (taxonomy, strategies, KV stores); raises
-    RecipeLoadError with every problem found."""
-    cat_data, errors = load_catalog_data(recipes_dir)
+    RecipeLoadError with every error found (``check_catalog``)."""
+    return check_catalog(recipes_dir, strict)[0]
+
+
+def check_catalog(recipes_dir: Path, strict: bool = False) -> tuple[Catalog, list[RecipeError]]:
+    """``(catalogue, warnings)``: the validated taxonomy, strategies and KV
+    stores, and the warnings about them (a strategy file that declares no
+    ``kind``). With ``strict`` (this project's own recipes) those warnings are
+    errors: our files must declare their kind. Raises RecipeLoadError with
+    every error found."""
+    cat_data, problems = load_catalog_data(recipes_dir)
+    level = "error" if strict else "warning"
+    warnings = [RecipeError(p.file, p.key, p.message, level) for p in problems if p.level == "warning"]
+    errors = [p for p in problems if p.level == "error"] + (warnings if strict else [])
     if not errors:
         try:
             catalog = validate_catalog(cat_data)
@@ -41,7 +55,7 @@ def load_catalog_checked(recipes_dir: Path) -> Catalog:
                         errors.append(RecipeError(f"kv_store/{sid}.yaml", "vllm.env",
                                                   f"environment variable name {str(name)[:60]!r} is not a shell identifier"))
             if not errors:
-                return catalog
+                return catalog, warnings
     raise RecipeLoadError(errors)
 
 
@@ -73,11 +87,11 @@ def validate(recipes_dir: Path, keep_going: bool = False, strict: bool = False) 
     problems when the catalogue is bad, or when any recipe is bad and
     ``keep_going`` is False (the default: a bad recipe stops the build).
     """
-    catalog = load_catalog_checked(recipes_dir)
+    catalog, warnings = check_catalog(recipes_dir, strict)
     paths = recipe_paths(recipes_dir)
     if not paths:
         raise RecipeLoadError([RecipeError("models/", "", "no recipes found (expected models/<org>/<repo>.yaml)")])
-    recipes, problems = {}, list(unsafe_recipe_files(recipes_dir))
+    recipes, problems = {}, warnings + unsafe_recipe_files(recipes_dir)
     for rid, path in paths.items():
         recipe, found = check_recipe(recipes_dir, rid, path, catalog, strict)
         problems += found

@@ -130,7 +130,7 @@ def check_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m composer check",
                                  description="Check a recipes directory exactly as the build does.")
     ap.add_argument("recipes", nargs="?", type=Path, default=DEFAULT_RECIPES)
-    ap.add_argument("--strict", action="store_true", help="what vLLM's CLI would refuse or ignore is an error")
+    ap.add_argument("--strict", action="store_true", help="what vLLM's CLI would refuse or ignore, and a strategy file without a kind, is an error")
     args = ap.parse_args(argv)
     try:
         _, recipes, problems = validate(args.recipes, keep_going=True, strict=args.strict)

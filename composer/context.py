@@ -13,22 +13,17 @@ from functools import cached_property
 
 from composer.cache import BOUNDS, BoundedCache
 from composer.lookup import hw_value, lookup_value
+from composer.memory import weights_fit
 from composer.schema import Catalog, HardwareProfile, Recipe, Strategy, Variant
 
 OMNI_STRATEGY = Strategy(
-    name="omni", deploy_type="single_node", display_name="vLLM-Omni (one node)",
+    name="omni", deploy_type="single_node", kind="omni", display_name="vLLM-Omni (one node)",
     description="Served by vLLM-Omni on one node (vllm serve … --omni); the recipe's base args carry its parallelism.",
     vllm_args=["--omni"])
 """The one deployment of omni recipes (semantics §14), which list no strategies."""
 
 MAX_NODES = 16
 """Largest node count offered per deployment or pool (seed: P/D pools 1 to 16)."""
-
-MULTI_NODE_SIBLING = {
-    "single_node_tp": "multi_node_tp",
-    "single_node_tep": "multi_node_tep",
-    "single_node_dep": "multi_node_dep",
-}
 
 # Built-in Advanced knobs (semantics §8). ``when`` names the condition that
 # shows them; a hidden knob is never emitted (upstream W29).
@@ -129,7 +124,7 @@ class RecipeContext:
                 return f"{variant.precision.upper()} weights need {need.replace('blackwell', 'Blackwell')} GPUs."
         if not hw.scalable:
             weights = self.weights_gb(variant_id)
-            if weights and weights > hw.vram_gb:
+            if not weights_fit(weights, hw.vram_gb):
                 return f"It cannot be clustered, and one holds less than the {weights:g} GB of weights."
         return None
 
@@ -238,10 +233,8 @@ class RecipeContext:
         return self.variant(variant_id).model_id or self.recipe.model.model_id
 
     def fits_one_node(self, hw_id: str, variant_id: str) -> bool:
-        """Whether one node's HBM holds the weights (``vram_minimum_gb`` includes
-        headroom, so no utilization is applied on top: composer.layout)."""
-        weights = self.weights_gb(variant_id, None, hw_id)
-        return weights is None or weights <= self.hw(hw_id).vram_gb
+        """Whether one node's HBM holds the weights (``composer.memory.weights_fit``)."""
+        return weights_fit(self.weights_gb(variant_id, None, hw_id), self.hw(hw_id).vram_gb)
 
     # ----- strategies -----------------------------------------------------
     def strategy(self, sid: str) -> Strategy:
@@ -281,6 +274,14 @@ class RecipeContext:
         if deploy in ("multi_node", "pd_cluster") and not hw.scalable:
             return f"{hw.display_name} cannot be clustered."
         return None
+
+    def is_expert_parallel(self, sid: str) -> bool:
+        """Whether strategy ``sid`` is of an expert-parallel kind
+        (``composer.parallel.ParallelKind.expert_parallel``: TEP, DEP)."""
+        from composer.parallel import KINDS
+
+        s = self.catalog.strategies.get(sid) or (OMNI_STRATEGY if sid == OMNI_STRATEGY.name else None)
+        return s is not None and KINDS[s.kind].expert_parallel
 
     def strategy_label(self, sid: str) -> str:
         s = self.catalog.strategies.get(sid) or (OMNI_STRATEGY if sid == OMNI_STRATEGY.name else None)
@@ -378,7 +379,7 @@ class RecipeContext:
         out = []
         for kid, label, args, when, desc in BUILTIN_ADVANCED:
             if when == "ep":
-                if not (sid.endswith("tep") or sid.endswith("dep")):
+                if not self.is_expert_parallel(sid):
                     continue
             elif when and not getattr(model, when):
                 continue

@@ -11,6 +11,7 @@ from composer.context import MAX_NODES, RecipeContext
 from composer.dimensions import DIMENSIONS, EFFECT_DIMS, POOLS, Selection
 from composer.modes import default_mode, format_fmode, mode_block_reason, mode_label, moded_features, parse_fmode
 from composer.outputs import Option
+from composer.parallel import KINDS
 from composer.query import SCHEMA_VERSION, Request, parse_query
 from composer.resolve import feature_label, pd_modes
 
@@ -125,7 +126,7 @@ def _strategy(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, li
             reason = f"Needs more than {MAX_NODES} nodes of {hwp.display_name}."
         same_kind = st.deploy_type == deploy
         query = base.with_values(strategy=s, nodes=(None if not same_kind or st.deploy_type != "multi_node" else base.get("nodes")),
-                                 **(PD_KEYS if s != "pd_cluster" else {}))
+                                 **(PD_KEYS if st.kind != "pd" else {}))
         if reason is None:
             _, why = resolved_with_notices(ctx, dict(query.values))
             reason = next((n.message for n in why if n.level == "error"), None)
@@ -151,7 +152,7 @@ def _pools(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[
     for name in POOLS:
         pool = sel.pool(name)
         out[f"{name}_mode"] = [{
-            "id": m, "label": m.upper(), "selected": m == pool.mode, "disabled": False, "reason": None,
+            "id": m, "label": KINDS[m].label, "selected": m == pool.mode, "disabled": False, "reason": None,
             "query": base.with_values(**{f"{name}_mode": m}).query(),
         } for m in modes]
         out[f"{name}_nodes"] = []

@@ -67,7 +67,7 @@ RESERVED_ENV = frozenset({LEADER, WORKER_INDEX, POD_IP, "LWS_GROUP_SIZE", "LWS_N
 """Env names the pods get from Kubernetes (the LWS controller, the downward
 API): a recipe that sets one would override what the manifests rely on."""
 RANK_FLAGS = ("--node-rank", "--data-parallel-start-rank")
-"""Flags whose value is derived from the node rank (``composer.topology``)."""
+"""Flags whose value is derived from the node rank (``composer.parallel.node_units``)."""
 LABEL = "app.kubernetes.io/name"
 COMPONENT = "app.kubernetes.io/component"
 WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
@@ -167,7 +167,7 @@ class _Sub:
 
 
 def _gpu_count(lay) -> int:
-    return lay.used_per_node if lay.mode != "omni" else lay.gpus_per_node
+    return lay.used_per_node
 
 
 def _probe(port: int, path: str = "/health", **kw) -> dict:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from composer.argv import ArgvBuilder, Source, Unit, parse_tokens
 from composer.context import RecipeContext
-from composer.layout import Layout
+from composer.parallel import Layout
 from composer.lookup import lookup_blocks
 from composer.modes import default_mode, mode_block_reason
 from composer.schema import scalar_to_str
@@ -161,7 +161,7 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
         env.add(strat.env, Source("strategy", f"{skey}.env"))
     if spec is not None:
         argv.add(list(spec.topology), Source("strategy", f"{TOPOLOGY_SOURCE} of {_node_name(spec)}"))
-    if sid == "omni":
+    if strat.kind == "omni":
         _omni_layer(ctx, sel, argv)
     # 4 hardware, recipe-wide: recipe and variant blocks, least → most specific.
     # A strategy-level block that declares args for the same key replaces the

@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from composer.parallel import kind_warning
 from composer.schema import Catalog, Recipe
 from composer.validate import validate_catalog, validate_recipe
 
@@ -153,7 +154,10 @@ def _validation_errors(exc: ValidationError, file: str) -> list[RecipeError]:
 
 
 def load_catalog_data(root: Path) -> tuple[dict, list[RecipeError]]:
-    """The raw catalogue dict ``{taxonomy, strategies}`` and the errors found."""
+    """The raw catalogue dict ``{taxonomy, strategies}`` and the problems found:
+    errors, and a warning (key ``kind``) for every strategy or KV-store file
+    that declares no parallel kind (``composer.parallel.kind_warning``: the
+    public corpus's files, whose kind is derived from their content)."""
     errors: list[RecipeError] = []
     taxonomy = _read_yaml(root / "taxonomy.yaml", root, errors) if (root / "taxonomy.yaml").exists() else None
     if taxonomy is None and not errors:
@@ -167,12 +171,16 @@ def load_catalog_data(root: Path) -> tuple[dict, list[RecipeError]]:
             data = _read_yaml(path, root, errors)
             if isinstance(data, dict):
                 strategies[data.get("name") or path.stem] = data
+                if data.get("kind") is None:
+                    errors.append(RecipeError(str(path.relative_to(root)), "kind", kind_warning(data), "warning"))
     return {"taxonomy": taxonomy or {}, "strategies": strategies}, errors
 
 
 def load_catalog(root: Path) -> Catalog:
-    """The validated catalogue of ``root``; raises RecipeLoadError."""
-    data, errors = load_catalog_data(root)
+    """The validated catalogue of ``root``; raises RecipeLoadError on errors
+    (warnings are not reported here: ``composer.checks.check_catalog``)."""
+    data, problems = load_catalog_data(root)
+    errors = [p for p in problems if p.level == "error"]
     if errors:
         raise RecipeLoadError(errors)
     try:

@@ -17,16 +17,16 @@ from composer.canonical import canonical_request, pinned_request
 from composer.context import RecipeContext
 from composer.help import flag_help
 from composer.layers import CommandSpec, compose_layers
-from composer.layout import capacity
+from composer.memory import capacity
 from composer.notices import Notices
 from composer.placeholders import placeholders
 from composer.outputs import CapacityCheck, Checkpoint, Command, EnvSource, FlagSource, Plan, RecipeRef, Replaced, to_json
+from composer.parallel import KINDS, node_units, serves_api, shape
 from composer.query import parse_query
 from composer.dimensions import POOLS, Selection
 from composer.forms import FORMS, FormInput
 from composer.resolve import feature_label, layout_for, pool_layout, resolve, util_in_force
 from composer.shell import command_text, env_text, recipe_command
-from composer.topology import node_units, serves_api
 
 LAYER_LABELS = {
     "base": "the recipe's base args",
@@ -220,7 +220,7 @@ def _where(lay, hwname: str, pool: str | None = None, total: int = 0) -> str:
     the cluster's ``total`` GPU nodes (both pools), which nothing else says."""
     if pool:
         return f"the {pool} pool ({lay.nodes} of the {total} × {hwname} nodes)"
-    if lay.mode == "tp_dp":
+    if lay.kind.replica_per_node:
         return f"each replica (1 × {hwname})"
     if lay.nodes == 1 and lay.used_per_node < lay.gpus_per_node:
         return f"{lay.used_per_node} × {hwname} GPU"
@@ -233,7 +233,7 @@ def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, noti
     cap = capacity(ctx, lay, sel.hardware, sel.variant, util, sel.task,
                    kv_dtype=flag_value(cmd.argv, "--kv-cache-dtype"), max_model_len=flag_value(cmd.argv, "--max-model-len"))
     hw = ctx.hw(sel.hardware)
-    if lay.mode != "omni" and lay.used_per_node < lay.gpus_per_node:
+    if lay.used_per_node < lay.gpus_per_node:
         idle = lay.gpus_per_node - lay.used_per_node
         notices.add("info", "idle-gpus",
                     f"{scope.capitalize() if scope != 'deployment' else 'The deployment'} uses {lay.used_per_node} of the "
@@ -263,10 +263,11 @@ def _tp_utilization_notice(ctx, sel, lay, util: float, notices: Notices) -> None
     """Say when the gpu-memory-utilization in force moves the single-node TP
     auto-fit away from what vLLM's default utilization would give (issue 10:
     TP must never shrink or grow silently)."""
-    from composer.layout import DEFAULT_GPU_UTIL, single_node_tp
+    from composer.memory import DEFAULT_GPU_UTIL, single_node_tp
     from composer.resolve import memory_flags
 
-    if sel.strategy != "single_node_tp" or ctx.recipe_tp(sel.hardware, sel.variant) is not None or util == DEFAULT_GPU_UTIL:
+    strat = ctx.strategy(sel.strategy)
+    if strat.kind != "tp" or strat.deploy_type != "single_node" or ctx.recipe_tp(sel.hardware, sel.variant) is not None or util == DEFAULT_GPU_UTIL:
         return
     _, kv_dtype, mml = memory_flags(ctx, sel)
     at_default = single_node_tp(ctx, sel.hardware, sel.variant, DEFAULT_GPU_UTIL, kv_dtype, mml)
@@ -372,11 +373,8 @@ def summary_layout(ctx: RecipeContext, sel: Selection) -> str:
 
 
 def _shape(ctx: RecipeContext, sel: Selection) -> str:
-    lay = layout_for(ctx, sel, sel.nodes)
     task = ctx.omni_task(sel.task)
-    return {"tp": f"TP {lay.tp}", "tep": f"TP {lay.tp} + EP", "dep": f"DP {lay.dp} + EP",
-            "tp_pp": f"TP {lay.tp} × PP {lay.pp}", "tp_dp": f"TP {lay.tp} × DP {lay.dp}",
-            "omni": (task.label or task.id) if task else "vLLM-Omni"}[lay.mode]
+    return shape(layout_for(ctx, sel, sel.nodes), (task.label or task.id) if task else None)
 
 
 def pd_nodes(sel: Selection) -> int:
@@ -392,7 +390,7 @@ def summary(ctx: RecipeContext, sel: Selection, commands: list[dict]) -> str:
         # The cluster size first, as for every other plan; the router is a CPU
         # process (no GPU node of its own): it runs on any host that reaches both pools.
         return (f"{pd_nodes(sel)} × {hw.display_name} nodes · P/D: prefill {sel.prefill.nodes} × "
-                f"{sel.prefill.mode.upper()} + decode {sel.decode.nodes} × {sel.decode.mode.upper()}; "
+                f"{KINDS[sel.prefill.mode].label} + decode {sel.decode.nodes} × {KINDS[sel.decode.mode].label}; "
                 f"router on any host · {prec}")
     text = f"{sel.nodes} × {hw.display_name} · {ctx.strategy_label(sel.strategy)} · {_shape(ctx, sel)} · {prec}"
     if sel.instances > 1:

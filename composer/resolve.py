@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from composer.dimensions import POOLS, Pool, Selection
-from composer.context import MAX_NODES, MULTI_NODE_SIBLING, RecipeContext
+from composer.context import MAX_NODES, RecipeContext
 from composer.layers import compose_layers
-from composer.layout import DEFAULT_GPU_UTIL, Layout, capacity, layout_problem, make_layout, strategy_mode
+from composer.memory import DEFAULT_GPU_UTIL, capacity
 from composer.modes import available_modes, default_mode, mode_block_reason, mode_label, moded_features, parse_fmode, preferred_mode
 from composer.notices import Notices
+from composer.parallel import KINDS, POOL_KINDS, Layout, layout_problem, make_layout
 from composer.query import KNOWN_VERSIONS, SCHEMA_VERSION, Request, _short
 
-POOL_MODES = ("tp", "tep", "dep")
 
 
 def util_in_force(ctx: RecipeContext, sel: Selection, pool: str | None = None) -> float:
@@ -61,18 +61,22 @@ def _memory_flags(ctx: RecipeContext, sel: Selection, pool: str | None) -> tuple
 
 
 def layout_for(ctx: RecipeContext, sel: Selection, nodes: int) -> Layout:
+    """The layout of ``sel``'s (non-P/D) strategy on ``nodes`` nodes, by its kind."""
     sid = sel.strategy
-    single = ctx.strategy(sid).deploy_type == "single_node"
+    strat = ctx.strategy(sid)
+    single = strat.deploy_type == "single_node"
     util, kv_dtype, mml = memory_flags(ctx, sel) if single else (DEFAULT_GPU_UTIL, None, None)
-    return make_layout(ctx, strategy_mode(ctx, sid), sel.hardware, sel.variant, nodes, single_node=single, sid=sid,
+    return make_layout(ctx, strat.kind, sel.hardware, sel.variant, nodes, single_node=single, sid=sid,
                        util=util, kv_dtype=kv_dtype, max_model_len=mml)
 
 
 def pool_layout(ctx: RecipeContext, sel: Selection, name: str, mode: str, nodes: int) -> Layout:
+    """The layout of P/D pool ``name`` of kind ``mode`` on ``nodes`` nodes (the
+    role's ``tp``, recipe override first, sizes a DEP pool's DP ranks)."""
     role_so = getattr(ctx.recipe.strategy_overrides.get("pd_cluster"), name, None)
     role_st = getattr(ctx.strategy("pd_cluster"), name, None)
     role_tp = (role_so.tp if role_so and role_so.tp else None) or (role_st.tp if role_st and role_st.tp else None)
-    return make_layout(ctx, mode, sel.hardware, sel.variant, nodes, role_tp=role_tp if mode == "dep" else None)
+    return make_layout(ctx, mode, sel.hardware, sel.variant, nodes, role_tp=role_tp)
 
 
 def layout_ok(ctx: RecipeContext, sel: Selection, lay: Layout, pool: str | None = None) -> str | None:
@@ -374,7 +378,7 @@ def _resolve_shape(ctx: RecipeContext, req: Request, sel: Selection, want_nodes:
             n.add("warning", "nodes-adjusted", f"{ctx.strategy_label(sid)} runs on one node; nodes={want_nodes} was set to 1.")
         why = layout_ok(ctx, sel, layout_for(ctx, sel, 1))
         if why:
-            n.add("error", "capacity", why if sid == "omni" else f"{why} {fit_hint(ctx, sel)}")
+            n.add("error", "capacity", why if ctx.strategy(sid).kind == "omni" else f"{why} {fit_hint(ctx, sel)}")
         return sel, n
     return _resolve_nodes(ctx, sel, want_nodes, n), n
 
@@ -509,7 +513,9 @@ def resolve_cuda(ctx: RecipeContext, req: Request, hw: str, variant: str, n: Not
 def recommend(ctx: RecipeContext, hw: str, variant: str, want_nodes: int | None, supported: list[str]) -> str | None:
     """The strategy shown when the query names none (semantics §2.5, with the
     seed's capacity rule: a single-node default that cannot hold the weights
-    yields its multi-node sibling)."""
+    yields the multi-node strategy of its kind), else the first supported
+    strategy of the wanted deploy type by kind (``RECOMMENDED_MULTI``,
+    ``RECOMMENDED_SINGLE``)."""
     if not supported:
         return None
     default = ctx.recipe.default_strategy
@@ -520,15 +526,31 @@ def recommend(ctx: RecipeContext, hw: str, variant: str, want_nodes: int | None,
         if not (multi_wanted and deploy == "single_node"):
             if not (want_nodes == 1 and deploy == "multi_node"):
                 return default
-        sibling = MULTI_NODE_SIBLING.get(default)
-        if multi_wanted and sibling in supported:
-            return sibling
-    for cand in (("multi_node_tp", "multi_node_dep", "multi_node_tep") if multi_wanted else ("single_node_tp",)):
-        if cand in supported:
-            return cand
-    kind = "single_node" if not multi_wanted else "multi_node"
-    same = [s for s in supported if ctx.strategy(s).deploy_type == kind]
+        if multi_wanted:  # the multi-node strategy of the default's kind
+            sibling = _of_kind(ctx, supported, "multi_node", (ctx.strategy(default).kind,))
+            if sibling is not None:
+                return sibling
+    deploy = "single_node" if not multi_wanted else "multi_node"
+    preferred = _of_kind(ctx, supported, deploy, RECOMMENDED_MULTI if multi_wanted else RECOMMENDED_SINGLE)
+    if preferred is not None:
+        return preferred
+    same = [s for s in supported if ctx.strategy(s).deploy_type == deploy]
     return (same or supported)[0]
+
+
+RECOMMENDED_MULTI = ("tp", "dep", "tep")
+"""Kinds ``recommend`` prefers, in order, when several nodes are wanted."""
+RECOMMENDED_SINGLE = ("tp",)
+"""Kinds ``recommend`` prefers on one node."""
+
+
+def _of_kind(ctx: RecipeContext, sids: list[str], deploy: str, kinds: tuple[str, ...]) -> str | None:
+    """The first of ``sids`` of ``deploy`` type whose kind comes first in ``kinds``, or None."""
+    for kind in kinds:
+        for s in sids:
+            if ctx.strategy(s).deploy_type == deploy and ctx.strategy(s).kind == kind:
+                return s
+    return None
 
 
 def fit_hint(ctx: RecipeContext, sel: Selection) -> str:
@@ -566,17 +588,8 @@ def pd_default_mode(ctx: RecipeContext, pool: str, offered: list[str]) -> str:
 def pd_modes(ctx: RecipeContext, hw: str) -> list[str]:
     """Pool modes offered (semantics §5.1): from the recipe's strategies, narrowed
     by ``strategy_overrides.pd_cluster.pool_modes``, reachable on ``hw``."""
-    found = set()
-    for s in ctx.strategies:
-        if s == "pd_cluster":
-            continue
-        if s.endswith("dep"):
-            found.add("dep")
-        elif s.endswith("tep"):
-            found.add("tep")
-        else:
-            found.add("tp")
-    modes = [m for m in POOL_MODES if m in found] or ["tp"]
+    found = {KINDS[ctx.strategy(s).kind].pool_offer for s in ctx.strategies}
+    modes = [m for m in POOL_KINDS if m in found] or ["tp"]
     so = ctx.recipe.strategy_overrides.get("pd_cluster")
     if so and so.pool_modes:
         narrowed = [m for m in modes if m in so.pool_modes]
@@ -610,12 +623,12 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
         floor = ctx.floor_nodes(mode, hw)
         lower = max(floor, want or recipe_nodes or 1)
         nodes = smallest_nodes(ctx, sel_p, lower, lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), floor, name)
-        label = f"{name.capitalize()} pool ({mode.upper()})"
+        label = f"{name.capitalize()} pool ({KINDS[mode].label})"
         if nodes is None:
             n.add("error", "capacity", f"{label}: no node count up to {MAX_NODES} of {ctx.hw(hw).display_name} has room for the weights and the KV cache with a valid layout.")
             nodes = min(lower, MAX_NODES)
         elif want is not None and nodes != want:
-            floor_msg = f"{mode.upper()} needs at least {ctx.floor_gpus(mode, hw)} GPUs."
+            floor_msg = f"{KINDS[mode].label} needs at least {ctx.floor_gpus(mode, hw)} GPUs."
             if nodes > want:
                 why = raise_reasons(ctx, sel_p, want, floor, nodes, floor_msg,
                                     lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), name)

@@ -235,6 +235,15 @@ class HardwareBlock:
     docker_image: DockerImage = None
 
 
+def _parallel_kind(value: Any) -> Any:
+    """A strategy's ``kind`` must be one of ``composer.parallel.KINDS``."""
+    from composer.parallel import KINDS
+
+    if value is not None and value not in KINDS:
+        raise ValueError(f"kind {str(value)[:40]!r} is not one of {', '.join(KINDS)}")
+    return value
+
+
 @_frozen
 class RoleSpec:
     """A P/D role block of the pd_cluster strategy (or of a recipe's override)."""
@@ -264,11 +273,21 @@ class Strategy:
 
     name: str
     deploy_type: Literal["single_node", "multi_node", "pd_cluster", "kv_store_lb"] = "single_node"
+    kind: Annotated[Optional[str], BeforeValidator(_parallel_kind)] = None
+    """The parallel kind (an id of ``composer.parallel.KINDS``: tp, tep, dep,
+    tp_pp, tp_dp, omni, pd, kv_store), which decides the layout, the per-node
+    flags and who serves the API. Required in this project's files (the strict
+    build refuses a file without it); the public corpus's files lack it, and it
+    is then derived from their declarative keys (``parallel.derive_kind``) with
+    a warning naming the file. After construction it is always set."""
     display_name: str = ""
     description: str = ""
     vllm_args: Args = ()
     parallel_flag: str = "--tensor-parallel-size"
     parallelism: Optional[str] = None
+    """``parallel_flag`` and ``parallelism`` (``tp_pp`` / ``tp_dp``) are the
+    public format's hints of the kind; they are read only to derive ``kind``
+    where a file declares none."""
     env: Env = field(default_factory=dict)
     prefill: Optional[RoleSpec] = None
     decode: Optional[RoleSpec] = None
@@ -283,6 +302,20 @@ class Strategy:
     mooncake_master: Optional[Mapping[str, Any]] = None
     mooncake_store_config: Optional[Mapping[str, Any]] = None
     mooncake_vllm_config: Optional[Mapping[str, Any]] = None
+
+    def __post_init__(self) -> None:
+        """Derive an undeclared ``kind``; refuse a declared one that contradicts
+        ``deploy_type`` (``parallel.kind_problem``; raises ValueError)."""
+        from composer.parallel import derive_kind, kind_problem
+
+        if self.kind is None:
+            fields = {"deploy_type": self.deploy_type, "parallelism": self.parallelism,
+                      "parallel_flag": self.parallel_flag, "vllm_args": self.vllm_args}
+            object.__setattr__(self, "kind", derive_kind(fields)[0])
+            return
+        problem = kind_problem(self.kind, self.deploy_type)
+        if problem:
+            raise ValueError(problem)
 
 
 @_frozen
@@ -384,7 +417,7 @@ class Model:
     ``num_attention_heads`` bounds the valid TP sizes (TP must divide it); the
     attention geometry (``num_hidden_layers`` with ``kv_lora_rank`` +
     ``qk_rope_head_dim`` for MLA, or ``num_key_value_heads`` × ``head_dim``)
-    sizes the KV cache in tokens (``composer.layout.kv_tokens``);
+    sizes the KV cache in tokens (``composer.memory.kv_tokens``);
     ``supports_dcp`` / ``flashinfer_autotune`` show the matching Advanced knobs;
     ``install`` is the public format's per-method install block (semantics §2.1).
     """

@@ -1,164 +1,39 @@
-"""Parallel layouts and the memory model: how many GPUs hold what, and does it fit.
+"""The memory model: does a layout hold the weights, and how much KV cache is left.
 
-A layout is the TP/PP/DP shape of one deployment (or one P/D pool) on ``nodes``
-nodes of one hardware profile. The memory model (README, "Memory model"), per
-replica, counting only the GPUs the layout uses (idle GPUs are not capacity):
+Per replica, counting only the GPUs the layout uses (idle GPUs are not
+capacity; README, "Memory model"):
 
-* **weights fit** when ``vram_minimum_gb`` ≤ the HBM of those GPUs. The recipe
-  figure already includes headroom (the seed: 2.8T × 0.5 byte × 1.2 = 1680 GB),
-  so it is applied once, without the utilization on top (as the public site
-  does: Qwen3-30B-A3B's 74 GB fit one 80 GB H100);
+* **weights fit** (``weights_fit``, the one rule, also asked per node by
+  ``RecipeContext.fits_one_node``) when ``vram_minimum_gb`` ≤ the HBM of those
+  GPUs. The recipe figure already includes headroom (the seed: 2.8T × 0.5 byte
+  × 1.2 = 1680 GB), so it is applied once, without the utilization on top (as
+  the public site does: Qwen3-30B-A3B's 74 GB fit one 80 GB H100);
 * **KV cache** = HBM × ``--gpu-memory-utilization`` − the raw weights
   (``vram_minimum_gb`` / headroom; the variant's ``headroom``, else the seed's
   1.2) − a runtime overhead of ``RUNTIME_OVERHEAD_GB`` per GPU (CUDA context,
   NCCL buffers, the activation peak vLLM profiles at start-up). It must be
   positive; with the model's attention geometry it is also given in tokens
-  (``kv_tokens``) and checked against ``--max-model-len``.
+  (``kv_tokens``) and checked against ``--max-model-len``;
+* the **single-node TP auto-fit** (``single_node_tp``) is the smallest TP for
+  which both hold.
 
 "KV offload moves KV cache, never weights" (seed): offload never enters here.
+A layout (``composer.parallel.Layout``) tells this module how many GPUs hold
+one replica (``replica_gpus``), its TP and PP sizes and what its token count
+counts (``token_scope``); nothing here depends on the parallel kind itself.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from composer.argv import parse_tokens
-from composer.context import RecipeContext
+if TYPE_CHECKING:  # pragma: no cover - annotations only (no import cycle at run time)
+    from composer.context import RecipeContext
+    from composer.parallel import Layout
 
 DEFAULT_GPU_UTIL = 0.9
 """vLLM's default ``--gpu-memory-utilization``."""
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Shape of one deployment or pool.
-
-    ``replica_nodes`` is how many nodes hold one full copy of the weights (all of
-    them, except TP+DP where each node is a replica).
-    """
-
-    mode: str  # tp | tep | dep | tp_pp | tp_dp
-    nodes: int
-    gpus_per_node: int
-    tp: int
-    pp: int = 1
-    dp: int = 1
-    dp_local: int = 1
-    replica_nodes: int = 1
-
-    @property
-    def gpus(self) -> int:
-        return self.nodes * self.gpus_per_node
-
-    @property
-    def used_per_node(self) -> int:
-        """GPUs of a node the layout runs ranks on (the rest are idle)."""
-        if self.mode == "dep":
-            return min(self.gpus_per_node, self.tp * self.dp_local)
-        if self.mode in ("tp", "tep") and self.nodes == 1:
-            return min(self.gpus_per_node, self.tp)
-        return self.gpus_per_node
-
-    @property
-    def replica_gpus(self) -> int:
-        """GPUs that together hold one copy of the weights."""
-        if self.mode == "tp_dp":
-            return self.gpus_per_node
-        return self.replica_nodes * self.used_per_node
-
-
-def strategy_mode(ctx: RecipeContext, sid: str) -> str:
-    """The layout mode of a (non-P/D) strategy id."""
-    s = ctx.strategy(sid)
-    if sid == "omni":
-        return "omni"
-    if s.parallelism in ("tp_pp", "tp_dp"):
-        return s.parallelism
-    if sid.endswith("dep"):
-        return "dep"
-    if sid.endswith("tep"):
-        return "tep"
-    return "tp"
-
-
-def dp_local_override(ctx: RecipeContext, sid: str, hw_id: str) -> int | None:
-    """A recipe's ``--data-parallel-size-local`` for DEP, from its strategy
-    overrides; applied to both the DP size and the start ranks (fixes upstream W13)."""
-    so = ctx.recipe.strategy_overrides.get(sid)
-    if so is None:
-        return None
-    found = None
-    tokens = list(so.vllm_args) + list(so.extra_args)
-    from composer.lookup import lookup_blocks
-
-    for _, block in lookup_blocks(so.hardware_overrides, hw_id, ctx.hw(hw_id)):
-        tokens += list(block.extra_args)
-    try:
-        for u in parse_tokens(tokens):
-            if u.key == "data-parallel-size-local" and u.value and u.value.isdigit():
-                found = int(u.value)
-    except ValueError:
-        return None
-    return found
-
-
-def make_layout(ctx: RecipeContext, mode: str, hw_id: str, variant_id: str, nodes: int,
-                single_node: bool = False, role_tp: int | None = None, sid: str | None = None,
-                util: float = DEFAULT_GPU_UTIL, kv_dtype: str | None = None, max_model_len: str | None = None) -> Layout:
-    """The layout of ``mode`` on ``nodes`` nodes of ``hw_id`` (semantics §4.2, §5.2)."""
-    g = ctx.hw(hw_id).gpu_count
-    if mode == "omni":
-        return Layout(mode, 1, g, tp=g, replica_nodes=1)
-    if mode == "tp_pp":
-        return Layout(mode, nodes, g, tp=g, pp=nodes, replica_nodes=nodes)
-    if mode == "tp_dp":
-        return Layout(mode, nodes, g, tp=g, dp=nodes, dp_local=1, replica_nodes=1)
-    if mode == "dep":
-        local = (dp_local_override(ctx, sid, hw_id) if sid else None)
-        if local is None and role_tp:
-            local = max(1, g // role_tp)
-        local = local or g
-        local = max(1, min(local, g))
-        return Layout(mode, nodes, g, tp=max(1, g // local), dp=nodes * local, dp_local=local, replica_nodes=nodes)
-    tp = nodes * g
-    if single_node and sid == "single_node_tp":
-        tp = single_node_tp(ctx, hw_id, variant_id, util, kv_dtype, max_model_len)
-    return Layout(mode, nodes, g, tp=tp, replica_nodes=nodes)
-
-
-def single_node_tp(ctx: RecipeContext, hw_id: str, variant_id: str, util: float,
-                   kv_dtype: str | None = None, max_model_len: str | None = None) -> int:
-    """TP of ``single_node_tp`` (semantics §4.1): the recipe's (``variants.<v>.tp``,
-    ``strategy_overrides.single_node_tp.tp``, a hardware override's
-    ``--tensor-parallel-size``; capped at the node's GPUs) when it gives one;
-    else the smallest power-of-two TP whose GPUs hold the weights and divide
-    the attention heads (when given) and whose KV cache holds one sequence of
-    the max-model-len in force (with the attention geometry) or, without it,
-    at least ``KV_MIN_SHARE`` of the usable memory; else every GPU. It depends
-    on the utilization only through the KV room; the plan says when the
-    utilization in force moves it (``plan``, notice ``tp-utilization``)."""
-    hw = ctx.hw(hw_id)
-    given = ctx.recipe_tp(hw_id, variant_id)
-    if given is not None:
-        return given
-    weights = ctx.weights_gb(variant_id)
-    if weights is None or not hw.vram_gb:
-        return hw.gpu_count
-    heads = ctx.recipe.model.num_attention_heads
-    tp = 1
-    while tp < hw.gpu_count:
-        lay = Layout("tp", 1, hw.gpu_count, tp=tp)
-        cap = capacity(ctx, lay, hw_id, variant_id, util, None, kv_dtype, max_model_len)
-        if cap.weights_fit and cap.kv_gb is not None and cap.kv_gb > 0 and not (heads and heads % tp):
-            if cap.kv_tokens is not None and cap.max_model_len:
-                if cap.kv_tokens >= cap.max_model_len:
-                    return tp
-            elif cap.kv_gb >= KV_MIN_SHARE * cap.usable_gb:
-                return tp
-        tp *= 2
-    return hw.gpu_count
-
-
 DEFAULT_HEADROOM = 1.2
 """Headroom factor a ``vram_minimum_gb`` includes when the variant gives none
 (the seed's estimate: parameters × bytes per parameter × 1.2)."""
@@ -168,6 +43,16 @@ buffers, activation peak), in GB: a round figure of vLLM's start-up profiling.""
 KV_MIN_SHARE = 0.05
 """Smallest KV cache, as a share of the usable memory, for which the TP
 auto-fit takes fewer GPUs (when the model's geometry is not given)."""
+KV_DTYPE_BYTES = {"fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "fp8_inc": 1.0, "fp8_ds_mla": 1.0, "int8_per_token_head": 1.0,
+                  "fp8_per_token_head": 1.0, "nvfp4": 0.5625, "nvfp4_ds_mla": 0.5625}
+"""Bytes per KV element by ``--kv-cache-dtype`` (auto, bfloat16, float16: 2)."""
+
+
+def weights_fit(weights_gb: float | None, hbm_gb: float) -> bool:
+    """Whether ``weights_gb`` (a recipe's ``vram_minimum_gb``, headroom included;
+    None: unknown) fit in ``hbm_gb`` of GPU memory (GB). The one rule: no
+    utilization is applied on top of the recipe's headroom (module docstring)."""
+    return weights_gb is None or weights_gb <= hbm_gb
 
 
 @dataclass(frozen=True)
@@ -193,7 +78,7 @@ class Capacity:
 
     @property
     def weights_fit(self) -> bool:
-        return self.weights_gb is None or self.weights_gb <= self.hbm_gb
+        return weights_fit(self.weights_gb, self.hbm_gb)
 
     @property
     def fits(self) -> bool:
@@ -257,8 +142,7 @@ def capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, util:
     kv = round(usable - raw - overhead, 1)
     tokens = kv_tokens(ctx, lay, kv, kv_dtype) if kv > 0 else None
     mml, explicit = _max_model_len(ctx, max_model_len)
-    scope = " per DP rank" if lay.mode == "dep" and lay.dp > 1 else ""
-    return Capacity(weights, gpus, hbm, util, usable, raw, overhead, kv, tokens, mml, explicit, scope)
+    return Capacity(weights, gpus, hbm, util, usable, raw, overhead, kv, tokens, mml, explicit, lay.token_scope)
 
 
 def _max_model_len(ctx: RecipeContext, value: str | None) -> tuple[int | None, bool]:
@@ -272,11 +156,6 @@ def _max_model_len(ctx: RecipeContext, value: str | None) -> tuple[int | None, b
             return None, False  # "auto" / -1: vLLM fits it to the KV cache
         return n, True
     return ctx.recipe.model.context_length, False
-
-
-KV_DTYPE_BYTES = {"fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "fp8_inc": 1.0, "fp8_ds_mla": 1.0, "int8_per_token_head": 1.0,
-                  "fp8_per_token_head": 1.0, "nvfp4": 0.5625, "nvfp4_ds_mla": 0.5625}
-"""Bytes per KV element by ``--kv-cache-dtype`` (auto, bfloat16, float16: 2)."""
 
 
 def kv_tokens(ctx: RecipeContext, lay: Layout, kv_gb: float, kv_dtype: str | None) -> int | None:
@@ -303,10 +182,36 @@ def kv_tokens(ctx: RecipeContext, lay: Layout, kv_gb: float, kv_dtype: str | Non
     return int(kv_per_gpu / per_gpu_token)
 
 
-def layout_problem(ctx: RecipeContext, lay: Layout) -> str | None:
-    """Why a layout is invalid for the model: TP must divide the attention heads
-    (``model.num_attention_heads``, when the recipe gives it)."""
+def single_node_tp(ctx: RecipeContext, hw_id: str, variant_id: str, util: float,
+                   kv_dtype: str | None = None, max_model_len: str | None = None) -> int:
+    """TP of a single-node TP deployment (semantics §4.1): the recipe's
+    (``variants.<v>.tp``, ``strategy_overrides.single_node_tp.tp``, a hardware
+    override's ``--tensor-parallel-size``; capped at the node's GPUs) when it
+    gives one; else the smallest power-of-two TP whose GPUs hold the weights and
+    divide the attention heads (when given) and whose KV cache holds one
+    sequence of the max-model-len in force (with the attention geometry) or,
+    without it, at least ``KV_MIN_SHARE`` of the usable memory; else every GPU.
+    It depends on the utilization only through the KV room; the plan says when
+    the utilization in force moves it (``plan``, notice ``tp-utilization``)."""
+    from composer.parallel import Layout
+
+    hw = ctx.hw(hw_id)
+    given = ctx.recipe_tp(hw_id, variant_id)
+    if given is not None:
+        return given
+    weights = ctx.weights_gb(variant_id)
+    if weights is None or not hw.vram_gb:
+        return hw.gpu_count
     heads = ctx.recipe.model.num_attention_heads
-    if heads and lay.tp > 1 and heads % lay.tp:
-        return f"TP {lay.tp} does not divide the model's {heads} attention heads."
-    return None
+    tp = 1
+    while tp < hw.gpu_count:
+        lay = Layout("tp", 1, hw.gpu_count, tp=tp)
+        cap = capacity(ctx, lay, hw_id, variant_id, util, None, kv_dtype, max_model_len)
+        if cap.weights_fit and cap.kv_gb is not None and cap.kv_gb > 0 and not (heads and heads % tp):
+            if cap.kv_tokens is not None and cap.max_model_len:
+                if cap.kv_tokens >= cap.max_model_len:
+                    return tp
+            elif cap.kv_gb >= KV_MIN_SHARE * cap.usable_gb:
+                return tp
+        tp *= 2
+    return hw.gpu_count
