@@ -959,6 +959,8 @@ def kv_bytes_one_sequence(s: Serve, f: ModelFacts, mml: int, tokens_budget: Opti
     elem = KV_BYTES.get(dtype) or 2.0
     if f.get("kv_lora_rank"):
         per_token = (f.get("kv_lora_rank") + (f.get("qk_rope_head_dim") or 0)) * elem
+    elif f.use_mla is None:
+        return None
     else:
         kv, hd = f.num_key_value_heads, f.head_dim()
         if not kv or not hd:

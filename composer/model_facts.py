@@ -79,6 +79,14 @@ for ``routed_experts``)."""
 
 EXPERT_KEYS = ("n_routed_experts", "num_experts", "num_local_experts")
 
+MLA_MODEL_TYPES = frozenset({
+    "axk1", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_v4", "deepseek_v41", "dots3_note", "deepseek_mtp",
+    "k3_dspark", "glm5_next", "glm5_next_text", "glm_moe_dsa", "glm4_moe_lite", "glm4_moe_lite_mtp", "kimi_k2",
+    "kimi_linear", "longcat_flash", "pangu_ultra_moe", "pangu_ultra_moe_mtp", "bailing_hybrid", "bailing_hybrid_mtp",
+    "bailing_hybrid_v3_mtp", "hy_v4", "hy_v4_mtp"})
+"""Model types vLLM serves with multi-head latent attention when the config
+has a ``kv_lora_rank`` (``vllm/transformers_utils/model_arch_config_convertor.py:294-327``)."""
+
 
 def _alias_index() -> dict[str, str]:
     out: dict[str, str] = {}
@@ -136,11 +144,15 @@ class ModelFacts:
 
     @property
     def use_mla(self) -> Optional[bool]:
-        """True for multi-head latent attention (``kv_lora_rank`` known), False
-        when the KV heads are known and no latent rank is, else None."""
+        """Whether vLLM serves the model with multi-head latent attention: True
+        with a ``kv_lora_rank``; None for an MLA model type whose rank is not
+        known; False when the KV heads are known and the model type is not an
+        MLA one (``MLA_MODEL_TYPES``); else None."""
         if self.values.get("kv_lora_rank"):
             return True
-        if self.values.get("num_key_value_heads") and "kv_lora_rank" not in self.origin:
+        if self.values.get("model_type") in MLA_MODEL_TYPES:
+            return None
+        if self.values.get("num_key_value_heads"):
             return False
         return None
 
