@@ -1140,9 +1140,15 @@ class _Cmd:
 
 
 def _group_key(c: _Cmd) -> tuple:
+    """Commands of one DP group share the head's ``--data-parallel-address``
+    (and RPC port); without an address a command talks only to its own node
+    (vLLM's default 127.0.0.1), so it is a group of its own (e.g. one of
+    several independent instances behind a router)."""
     s = c.serve
-    return (c.pool, s.str("data-parallel-address"), s.str("data-parallel-rpc-port"),
-            s.str("data-parallel-size"))
+    address = s.str("data-parallel-address")
+    if address is None:
+        return ("solo", c.index)
+    return (c.pool, address, s.str("data-parallel-rpc-port"), s.str("data-parallel-size"))
 
 
 def _router_endpoints(cmds: Sequence[_Cmd]) -> Optional[dict[str, int]]:
@@ -1233,7 +1239,7 @@ def _check_groups(cmds: Sequence[_Cmd], facts_of) -> Iterable[Violation]:
         servers = [c for c in members if dps[c.index].api_servers > 0]
         if not servers:
             continue
-        pool = key[0]
+        pool = members[0].pool
         if router is not None and pool in ("prefill", "decode"):
             listed = router.get(pool, 0)
             reached = servers[:listed]

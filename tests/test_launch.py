@@ -368,3 +368,11 @@ def test_hybrid_lb_without_a_balancer_reaches_one_node():
     # A P/D router that lists both decode nodes reaches every rank.
     pd = [dict(c, pool="decode", role="decode") for c in two] + [router(1, 2)]
     assert plan_rules(pd) == []
+
+
+def test_independent_instances_are_separate_dp_groups():
+    # Three replicas of one-node DEP behind a router (no --data-parallel-address): each is its own DP group.
+    one = ("-dp", "8", "--enable-expert-parallel")
+    plan = [cmd("serve", None, 0, *one), cmd("serve", None, 0, *one), cmd("serve", None, 0, *one),
+            {"role": "router", "pool": None, "node_rank": 0, "argv": ["vllm-router", "--port", "30080"], "env": {}}]
+    assert plan_rules(plan) == []
