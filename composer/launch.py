@@ -27,13 +27,34 @@ Sources: the vLLM 0.33.0 wheel (``composer.vllm_cli.VERSION``), each rule
 citing the file and lines it mirrors. Argv is read with the project's own
 parser (``composer.argv.parse_tokens``) and vLLM's CLI table
 (``composer.vllm_cli``). Pure logic over frozen values; no I/O.
+
+Integration (not wired in yet):
+
+* ``composer.plan.plan_and_selection``, once the ``Plan`` is built:
+  ``found = launch.check_plan(ctx, plan)`` (typed ``Plan`` or its JSON). Each
+  ``error`` becomes an error notice (code ``launch-<rule>``, subject = the
+  first of ``RULE[v.rule].flags`` that the command's provenance sets, with the
+  recipe key path of that ``FlagSource``) and the plan's status turns
+  ``error`` (commands → ``blocked_commands``); each ``warning`` becomes a
+  warning notice naming ``RULE[v.rule].cost``.
+* ``composer.resolve`` / ``composer.layout``, where the composer chooses a
+  value: ask ``model_facts(ctx, variant).num_attention_heads`` instead of
+  ``recipe.model.num_attention_heads`` in ``layout_problem`` (unknown → only
+  power-of-two TP), and run ``check_command`` on a candidate argv to pick the
+  first node count / pool layout without errors (e.g. the internal-LB form:
+  no ``--data-parallel-start-rank`` on the head of a one-rank-per-node pool).
+* ``composer.controls``: an option whose plan has error violations is
+  disabled with ``violations[0].message`` as its reason.
+* ``composer.checks.check_references``: ``check_plan`` on the recipe's
+  default plans; errors as ``RecipeError(file, key path from provenance,
+  message)``.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from composer import vllm_cli
@@ -63,6 +84,10 @@ class Rule:
     vllm_message: str
     cost: str = ""
     static: str = ""
+    flags: tuple[str, ...] = ()
+    """The options (canonical names) and environment variables whose values
+    decide the rule: what a fix changes, and where an integration finds the
+    recipe key path (a command's provenance)."""
 
 
 RULES: tuple[Rule, ...] = (
@@ -222,6 +247,50 @@ RULES: tuple[Rule, ...] = (
          "Client manages local EngineCores in hybrid and external LB case.",
          cost="ranks whose API server no router or client reaches stay idle: the pool serves at k/N capacity"),
 )
+_TP, _DP = "tensor-parallel-size", "data-parallel-size"
+_FLAGS = {
+    "tp-divides-heads": (_TP,), "dcp-divides-tp": (_TP, "decode-context-parallel-size", "prefill-context-parallel-size"),
+    "dcp-gqa-kv-heads": (_TP, "decode-context-parallel-size"), "ep-needs-moe": ("enable-expert-parallel",),
+    "eplb-needs-ep": ("enable-eplb", "enable-expert-parallel"), "max-model-len-over-derived": ("max-model-len",),
+    "max-model-len-over-derived-allowed": ("max-model-len", "VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
+    "gpu-memory-utilization-range": ("gpu-memory-utilization",),
+    "batched-tokens-ge-seqs": ("max-num-batched-tokens", "max-num-seqs"),
+    "batched-tokens-ge-model-len": ("max-num-batched-tokens", "max-model-len", "enable-chunked-prefill"),
+    "active-seqs-le-seqs": ("max-num-active-seqs", "max-num-seqs"),
+    "long-prefill-threshold-le-model-len": ("long-prefill-token-threshold", "max-model-len"),
+    "batched-tokens-over-seqs-times-len": ("max-num-batched-tokens", "max-num-seqs", "max-model-len"),
+    "spec-tokens-positive": ("speculative-config",), "spec-no-tp-key": ("speculative-config",),
+    "spec-draft-tp": ("speculative-config", _TP), "spec-needs-model": ("speculative-config",),
+    "spec-lookahead-slots": ("speculative-config", "max-num-batched-tokens"),
+    "spec-lora-budget": ("enable-lora", "speculative-config", "max-num-batched-tokens", "max-num-seqs"),
+    "spec-small-token-budget": ("speculative-config", "max-num-batched-tokens"),
+    "dp-one-lb-mode": ("data-parallel-rank", "data-parallel-start-rank", "data-parallel-hybrid-lb",
+                       "data-parallel-external-lb", "data-parallel-multi-port-external-lb"),
+    "headless-no-api-servers": ("headless", "api-server-count"), "headless-no-hybrid-lb": ("headless", "data-parallel-hybrid-lb"),
+    "headless-local-size": ("headless", "data-parallel-size-local"), "dp-local-le-size": ("data-parallel-size-local", _DP),
+    "dp-rank-in-range": ("data-parallel-start-rank", "data-parallel-rank", _DP),
+    "external-lb-needs-dp": ("data-parallel-external-lb", "data-parallel-rank", _DP),
+    "external-lb-needs-moe": ("data-parallel-external-lb", "data-parallel-rank"),
+    "external-lb-needs-rank": ("data-parallel-external-lb", "data-parallel-rank"),
+    "external-lb-local-one": ("data-parallel-size-local", "data-parallel-rank"),
+    "hybrid-lb-needs-local-size": ("data-parallel-hybrid-lb", "data-parallel-size-local"),
+    "hybrid-lb-local-one": ("data-parallel-start-rank", "data-parallel-size-local", "data-parallel-hybrid-lb"),
+    "internal-lb-rank-zero": ("data-parallel-start-rank", "headless", "data-parallel-hybrid-lb"),
+    "nnodes-needs-mp": ("nnodes", "data-parallel-backend"), "nnodes-divides-world": ("nnodes", _TP, "pipeline-parallel-size", _DP),
+    "node-rank-in-range": ("node-rank", "nnodes"), "world-size-fits-node": (_TP, "pipeline-parallel-size", "nnodes"),
+    "dp-ranks-fit-node": ("data-parallel-size-local", _TP, "pipeline-parallel-size", "CUDA_VISIBLE_DEVICES"),
+    "kv-role-required": ("kv-transfer-config",),
+    "kv-connector-expandable-segments": ("kv-transfer-config", "PYTORCH_CUDA_ALLOC_CONF", "enable-cumem-allocator"),
+    "nixl-dcp": ("kv-transfer-config", "decode-context-parallel-size"),
+    "kv-cache-holds-one-sequence": ("max-model-len", "kv-cache-dtype", "gpu-memory-utilization", _TP, "pipeline-parallel-size"),
+    "chat-template-exists": ("chat-template",), "auto-tool-choice-needs-parser": ("enable-auto-tool-choice", "tool-call-parser"),
+    "log-outputs-needs-log-requests": ("enable-log-outputs", "enable-log-requests"), "moe-backend-device": ("moe-backend",),
+    "dp-group-same-config": (_TP, "pipeline-parallel-size", _DP, "enable-expert-parallel"),
+    "dp-ranks-complete": ("data-parallel-start-rank", "data-parallel-size-local", _DP),
+    "dp-remote-headless": ("headless", "data-parallel-start-rank", "data-parallel-size-local", "data-parallel-hybrid-lb"),
+    "dp-ranks-receive-requests": ("data-parallel-start-rank", "data-parallel-hybrid-lb", "data-parallel-rank"),
+}
+RULES = tuple(replace(r, flags=_FLAGS[r.id]) for r in RULES)
 """Every rule, in the order they are checked."""
 
 RULE: Mapping[str, Rule] = {r.id: r for r in RULES}
@@ -1269,21 +1338,30 @@ def _ranges(nums: list[int]) -> str:
     return f"{nums[0]}–{nums[-1]}" if nums == list(range(nums[0], nums[-1] + 1)) else ", ".join(map(str, nums[:4])) + ", …"
 
 
-def check_commands(commands: Sequence[Mapping[str, Any]], facts: ModelFacts | Mapping[str, ModelFacts] | None = None,
+def _field(obj, name: str, default=None):
+    """``obj[name]`` of a plan dict or ``obj.name`` of a typed output value
+    (``composer.outputs.Plan`` / ``Command`` / ``CapacityCheck``)."""
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def check_commands(commands: Sequence[Any], facts: ModelFacts | Mapping[str, ModelFacts] | None = None,
                    targets: Target | Mapping[Optional[str], Target] | None = None) -> tuple[Violation, ...]:
     """Every rule the commands of one plan break: the command rules on each
     ``vllm serve`` command (``commands[i]``: a mapping with ``argv``, ``env``,
     and optionally ``role``, ``pool``, ``node_rank``, as a plan's
-    ``commands``), then the plan rules over them. ``facts``: one
+    ``commands``, or a typed ``composer.outputs.Command``), then the plan
+    rules over them. ``facts``: one
     ``ModelFacts`` or a mapping model id → facts (default: our data per
     positional model); ``targets``: one ``Target`` or a mapping pool (None for
     a deployment without pools) → target. Each violation carries its
     command's index."""
     cmds = []
     for i, c in enumerate(commands):
-        argv = tuple(c.get("argv") or ())
-        cmds.append(_Cmd(i, c.get("role", ""), c.get("pool"), int(c.get("node_rank") or 0),
-                         parse_serve(argv, c.get("env") or {}), argv))
+        argv = tuple(_field(c, "argv") or ())
+        cmds.append(_Cmd(i, _field(c, "role", ""), _field(c, "pool"), int(_field(c, "node_rank") or 0),
+                         parse_serve(argv, _field(c, "env") or {}), argv))
 
     def facts_of(c: _Cmd) -> ModelFacts:
         if isinstance(facts, ModelFacts):
@@ -1311,35 +1389,37 @@ def check_commands(commands: Sequence[Mapping[str, Any]], facts: ModelFacts | Ma
     return tuple(out)
 
 
-def plan_targets(ctx, plan: Mapping[str, Any]) -> dict[Optional[str], Target]:
-    """Targets of a composed plan dict: its hardware profile and install form,
+def plan_targets(ctx, plan) -> dict[Optional[str], Target]:
+    """Targets of a composed plan (the dict of ``composer.api.compose`` or a
+    typed ``composer.outputs.Plan``): its hardware profile and install form,
     and per capacity scope (deployment → None, prefill, decode) the memory
     model's KV cache per GPU (``capacity[i].kv_gb`` over its ``gpus``)."""
-    sel = plan.get("selection") or {}
+    sel = _field(plan, "selection") or {}
     hw_id = sel.get("hardware")
     if not hw_id or hw_id not in ctx.catalog.taxonomy.hardware_profiles:
         return {None: Target(install=sel.get("install"))}
     hw = ctx.hw(hw_id)
     out: dict[Optional[str], Target] = {}
-    for cap in plan.get("capacity") or ():
-        kv = cap.get("kv_gb")
-        gpus = cap.get("gpus") or 0
+    for cap in _field(plan, "capacity") or ():
+        kv = _field(cap, "kv_gb")
+        gpus = _field(cap, "gpus") or 0
         kv_gib = kv * 1e9 / 2 ** 30 / gpus if kv is not None and gpus else None
-        scope = cap.get("scope")
+        scope = _field(cap, "scope")
         out[None if scope == "deployment" else scope] = target_for(hw_id, hw, sel.get("install"), kv_gib)
     out.setdefault(None, target_for(hw_id, hw, sel.get("install")))
     return out
 
 
-def check_plan(ctx, plan: Mapping[str, Any]) -> tuple[Violation, ...]:
+def check_plan(ctx, plan) -> tuple[Violation, ...]:
     """Every rule a composed plan breaks (``plan``: the dict of
-    ``composer.api.compose``; its ``commands``, else its
-    ``blocked_commands``), with the recipe's model facts (``ctx``: the
-    ``RecipeContext``; ``composer.model_facts.model_facts`` for the selected
-    variant) and the plan's targets (``plan_targets``). Never raises."""
+    ``composer.api.compose`` or a typed ``composer.outputs.Plan``; its
+    ``commands``, else its ``blocked_commands``), with the recipe's model
+    facts (``ctx``: the ``RecipeContext``; ``composer.model_facts.model_facts``
+    for the selected variant) and the plan's targets (``plan_targets``).
+    Never raises."""
     from composer.model_facts import model_facts
 
-    variant = (plan.get("selection") or {}).get("variant")
+    variant = (_field(plan, "selection") or {}).get("variant")
     facts = model_facts(ctx, variant)
-    commands = plan.get("commands") or plan.get("blocked_commands") or ()
+    commands = _field(plan, "commands") or _field(plan, "blocked_commands") or ()
     return check_commands(commands, facts, plan_targets(ctx, plan))

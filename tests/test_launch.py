@@ -376,3 +376,12 @@ def test_independent_instances_are_separate_dp_groups():
     plan = [cmd("serve", None, 0, *one), cmd("serve", None, 0, *one), cmd("serve", None, 0, *one),
             {"role": "router", "pool": None, "node_rank": 0, "argv": ["vllm-router", "--port", "30080"], "env": {}}]
     assert plan_rules(plan) == []
+
+
+def test_every_rule_names_the_options_it_reads():
+    from composer import vllm_cli
+
+    for r in RULES:
+        assert r.flags, r.id
+        for f in r.flags:
+            assert f in vllm_cli.OPTIONS or f in vllm_cli.ENV or f in ("PYTORCH_CUDA_ALLOC_CONF", "CUDA_VISIBLE_DEVICES"), (r.id, f)

@@ -140,3 +140,13 @@ def test_context_the_kv_cache_cannot_hold(query, shape):
     assert len(hits) == len(plan["commands"])
     assert hits[0].level == "error" and "max seq len (1048576" in hits[0].message
     assert "--max-model-len" in hits[0].fix and "--kv-cache-dtype fp8" in hits[0].fix
+
+
+def test_typed_plan_and_its_json_give_the_same_violations():
+    from composer.outputs import to_json
+    from composer.plan import plan_and_selection
+
+    c = ctx(ROOT / "recipes", "moonshotai/Kimi-K3")
+    plan, _, _ = plan_and_selection(c, "hardware=h100&strategy=multi_node_tp&nodes=4", kubernetes=False)
+    typed = check_plan(c, plan)
+    assert typed and typed == check_plan(c, to_json(plan))
