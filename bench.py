@@ -3,6 +3,8 @@
 * build time of the public corpus (``../shared/upstream-recipes``) and of our
   ``recipes/``, and of a one-recipe rebuild (best of N wall-clock runs);
 * compose time of one plan: median and p95 over many Kimi K3 selections;
+* the share of ready plans of a seeded sample of the corpus selection space
+  that break a vLLM start-up rule (``launch_bench``; target 0);
 * site size: total bytes;
 * with ``--browser`` (``make bench``), in headless Chromium over http://127.0.0.1:
   deep link → its own command on screen, cold and warm cache, for five links
@@ -237,6 +239,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--plans", type=int, default=500)
+    ap.add_argument("--launch-plans", type=int, default=1000, help="sampled corpus plans for the launch-rule share")
     ap.add_argument("--browser", action="store_true", help="also measure the page in headless Chromium")
     ap.add_argument("--browser-runs", type=int, default=5, help="runs per deep link and path (medians are printed)")
     args = ap.parse_args()
@@ -248,6 +251,10 @@ def main() -> None:
     times = sorted(compose_times(args.plans))
     print(f"compose one plan (Kimi K3, {args.plans} random selections, CPython): median {statistics.median(times) * 1000:.1f} ms, "
           f"p95 {times[int(0.95 * len(times))] * 1000:.1f} ms")
+    if CORPUS.exists():
+        import launch_bench
+
+        print(launch_bench.baseline(args.launch_plans).lines()[0])
     with tempfile.TemporaryDirectory() as tmp:
         site = Path(tmp) / "site"
         build.build(ROOT / "recipes", site)

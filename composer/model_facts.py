@@ -1,0 +1,275 @@
+"""Model facts: the numbers of a checkpoint's Hugging Face ``config.json`` that
+vLLM's start-up checks and the memory model need, under HF's own key names.
+
+Where a fact comes from, in order (``model_facts``):
+
+1. the recipe's own ``model`` block (``composer.schema.Model``:
+   ``num_attention_heads``, ``num_hidden_layers``, ``num_key_value_heads``,
+   ``head_dim``, ``kv_lora_rank``, ``qk_rope_head_dim``, ``routed_experts`` as
+   ``n_routed_experts``);
+2. our data, ``composer/data/model_facts.json``: one entry per Hugging Face
+   model id (``aliases`` name the quantized or renamed checkpoints that share
+   the architecture), each citing its ``source`` (the model's config.json on
+   Hugging Face, a model card, or a public repository that vendors the
+   config.json, at a stated address);
+3. otherwise the fact is unknown (``None``), and each rule of
+   ``composer.launch`` says which safe form it assumes.
+
+Pure and file-free at call time (the JSON is read once, at import, through
+``importlib.resources`` so it also loads from the browser's zip).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from types import MappingProxyType
+from typing import Any, Mapping, Optional
+
+DATA: dict = json.loads(resources.files("composer").joinpath("data", "model_facts.json").read_text(encoding="utf-8"))
+MODELS: Mapping[str, Mapping[str, Any]] = DATA["models"]
+
+HF_KEYS: Mapping[str, str] = MappingProxyType({
+    "architectures": "list of model classes (e.g. DeepseekV3ForCausalLM)",
+    "model_type": "transformers model type (e.g. deepseek_v3)",
+    "hidden_size": "width of the residual stream",
+    "num_hidden_layers": "decoder layers (without MTP / next-n layers)",
+    "num_attention_heads": "query heads; vLLM requires TP to divide them (config/model.py:1557)",
+    "num_key_value_heads": "KV heads (GQA/MQA); split over TP down to one per rank",
+    "head_dim": "width of one attention head",
+    "vocab_size": "vocabulary size (the sampler's width)",
+    "max_position_embeddings": "context length the config declares (vLLM's derived max_model_len)",
+    "rope_scaling": "RoPE scaling block; null when the config has none (vLLM scales the derived length for some types)",
+    "kv_lora_rank": "MLA latent width: the KV cache holds it whole on every TP rank",
+    "q_lora_rank": "MLA query low-rank width",
+    "qk_rope_head_dim": "MLA rotary key width, cached next to the latent",
+    "qk_nope_head_dim": "MLA non-rotary query/key width",
+    "v_head_dim": "MLA value head width",
+    "sliding_window": "window of the sliding-window layers, in tokens",
+    "layer_types": "per-layer attention kind (full_attention / sliding_attention / linear_attention …)",
+    "full_attention_interval": "hybrid models: every n-th layer is full attention, the rest linear",
+    "n_routed_experts": "routed experts per MoE layer (DeepSeek / Kimi / GLM naming)",
+    "num_experts": "routed experts per MoE layer (Qwen MoE naming)",
+    "num_local_experts": "routed experts per MoE layer (Mixtral / gpt-oss / Llama 4 naming)",
+    "n_shared_experts": "shared experts per MoE layer",
+    "num_experts_per_tok": "experts each token is routed to",
+    "num_nextn_predict_layers": "MTP layers shipped with the checkpoint",
+    "tie_word_embeddings": "whether the LM head shares the embedding matrix",
+})
+"""The Hugging Face ``config.json`` keys our data may carry, with what each
+means. A key outside this list is a typo (tests/test_launch.py checks)."""
+
+ENTRY_KEYS = frozenset({"source", "aliases", "config", "note"})
+"""Keys of one model entry: ``source`` (where the values come from),
+``aliases`` (other HF ids with the same architecture), ``config`` (HF keys),
+``note`` (why a value is left out, when one is)."""
+
+_RECIPE_FIELDS = (
+    ("num_attention_heads", "num_attention_heads"),
+    ("num_hidden_layers", "num_hidden_layers"),
+    ("num_key_value_heads", "num_key_value_heads"),
+    ("head_dim", "head_dim"),
+    ("kv_lora_rank", "kv_lora_rank"),
+    ("qk_rope_head_dim", "qk_rope_head_dim"),
+    ("routed_experts", "n_routed_experts"),
+)
+"""Recipe ``model.<field>`` → HF key (the recipe format's names are HF's, but
+for ``routed_experts``)."""
+
+EXPERT_KEYS = ("n_routed_experts", "num_experts", "num_local_experts")
+
+MLA_MODEL_TYPES = frozenset({
+    "axk1", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_v4", "deepseek_v41", "dots3_note", "deepseek_mtp",
+    "k3_dspark", "glm5_next", "glm5_next_text", "glm_moe_dsa", "glm4_moe_lite", "glm4_moe_lite_mtp", "kimi_k2",
+    "kimi_linear", "longcat_flash", "pangu_ultra_moe", "pangu_ultra_moe_mtp", "bailing_hybrid", "bailing_hybrid_mtp",
+    "bailing_hybrid_v3_mtp", "hy_v4", "hy_v4_mtp"})
+"""Model types vLLM serves with multi-head latent attention when the config
+has a ``kv_lora_rank`` (``vllm/transformers_utils/model_arch_config_convertor.py:294-327``)."""
+
+
+def _alias_index() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for mid, entry in MODELS.items():
+        out[mid.lower()] = mid
+        for alias in entry.get("aliases", ()):
+            out.setdefault(alias.lower(), mid)
+    return out
+
+
+_ALIASES = _alias_index()
+
+
+def data_entry(model_id: str) -> tuple[str, Mapping[str, Any]] | None:
+    """``(entry id, entry)`` of our data for a Hugging Face model id (exact id
+    or one of an entry's ``aliases``, case-insensitive), or None."""
+    key = _ALIASES.get((model_id or "").lower())
+    return (key, MODELS[key]) if key else None
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What is known of one checkpoint, under HF ``config.json`` names.
+
+    ``values`` maps HF key → value (only known facts); ``origin`` maps HF key →
+    where it came from (``recipe`` or ``data:<entry id>``); ``source`` is the
+    data entry's citation (or ""); ``architecture`` the recipe's ``dense`` /
+    ``moe`` (or ""), ``context_length`` the recipe's declared context (tokens,
+    or None), used only where ``max_position_embeddings`` is unknown.
+    """
+
+    model_id: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+    origin: Mapping[str, str] = field(default_factory=dict)
+    source: str = ""
+    architecture: str = ""
+    context_length: Optional[int] = None
+
+    def get(self, key: str, default=None):
+        """The fact ``key`` (an HF config.json name), or ``default``."""
+        return self.values.get(key, default)
+
+    def known(self, key: str) -> bool:
+        return key in self.values
+
+    @property
+    def num_attention_heads(self) -> Optional[int]:
+        return self.values.get("num_attention_heads")
+
+    @property
+    def num_key_value_heads(self) -> Optional[int]:
+        """KV heads; for MLA (``kv_lora_rank``) vLLM caches one latent, so this
+        is not used there."""
+        return self.values.get("num_key_value_heads")
+
+    @property
+    def use_mla(self) -> Optional[bool]:
+        """Whether vLLM serves the model with multi-head latent attention: True
+        with a ``kv_lora_rank``; None for an MLA model type whose rank is not
+        known; False when the KV heads are known and the model type is not an
+        MLA one (``MLA_MODEL_TYPES``); else None."""
+        if self.values.get("kv_lora_rank"):
+            return True
+        if self.values.get("model_type") in MLA_MODEL_TYPES:
+            return None
+        if self.values.get("num_key_value_heads"):
+            return False
+        return None
+
+    @property
+    def is_moe(self) -> Optional[bool]:
+        """True when the model has routed experts (any HF naming, or the recipe
+        says ``architecture: moe``), False when it says ``dense`` or a config
+        is known without experts, None when unknown."""
+        for k in EXPERT_KEYS:
+            if self.values.get(k):
+                return True
+        if self.architecture == "moe":
+            return True
+        if self.architecture == "dense":
+            return False
+        if any(o.startswith("data:") for o in self.origin.values()):
+            return False
+        return None
+
+    def head_dim(self) -> Optional[int]:
+        """``head_dim``, else ``hidden_size`` / ``num_attention_heads`` (HF's
+        default when the config leaves it out), else None."""
+        hd = self.values.get("head_dim")
+        if hd:
+            return hd
+        h, n = self.values.get("hidden_size"), self.values.get("num_attention_heads")
+        return h // n if h and n else None
+
+    def layer_kinds(self) -> Optional[dict[str, int]]:
+        """Decoder layers by KV kind: ``{"full": n, "sliding": n, "linear": n}``
+        from ``layer_types``, else ``full_attention_interval`` (every n-th layer
+        full, the rest linear), else all full (or all sliding when the config
+        gives a ``sliding_window`` and no ``layer_types``: vLLM then treats every
+        layer as sliding, ``engine/arg_utils.py:2288-2294``); None without
+        ``num_hidden_layers``."""
+        n = self.values.get("num_hidden_layers")
+        types = self.values.get("layer_types")
+        if types:
+            out = {"full": 0, "sliding": 0, "linear": 0}
+            for t in types:
+                t = str(t)
+                if "sliding" in t or t == "local_attention" or t == "chunked_attention":
+                    out["sliding"] += 1
+                elif t in ("full_attention", "attention", "global_attention"):
+                    out["full"] += 1
+                else:
+                    out["linear"] += 1
+            return out
+        if not n:
+            return None
+        interval = self.values.get("full_attention_interval")
+        if interval:
+            full = n // interval
+            return {"full": full, "sliding": 0, "linear": n - full}
+        if self.values.get("sliding_window"):
+            return {"full": 0, "sliding": n, "linear": 0}
+        return {"full": n, "sliding": 0, "linear": 0}
+
+    def derived_max_model_len(self) -> Optional[int]:
+        """vLLM's derived maximum length (``config/model.py:2545-2652``):
+        ``max_position_embeddings``, times the RoPE ``factor`` for scaling types
+        vLLM scales (not su / longrope / llama3 / yarn / deepseek_yarn /
+        deepseek_llama_scaling, whose length is already scaled); None unless
+        both the length and the ``rope_scaling`` entry (null for none) are
+        known. (vLLM also caps it at the tokenizer's ``model_max_length``,
+        which we do not know.)"""
+        mpe = self.values.get("max_position_embeddings")
+        if not mpe or "rope_scaling" not in self.values:
+            return None
+        rs = self.values.get("rope_scaling") or {}
+        kind = rs.get("rope_type") or rs.get("type") or "default"
+        if kind in ("su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling", "default"):
+            return int(mpe)
+        return int(mpe * (rs.get("factor") or 1.0))
+
+    def to_dict(self) -> dict:
+        return {"model_id": self.model_id, "values": dict(self.values), "origin": dict(self.origin),
+                "source": self.source}
+
+
+def facts_for(model_id: str, recipe_model=None) -> ModelFacts:
+    """Facts for ``model_id``: the recipe's ``model`` block values first
+    (``recipe_model``: a ``composer.schema.Model`` or None), then our data for
+    that id (or its aliases), else unknown. Never raises."""
+    values: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    source = ""
+    found = data_entry(model_id)
+    if found is None and recipe_model is not None:
+        found = data_entry(recipe_model.model_id)
+    if found is not None:
+        eid, entry = found
+        source = entry.get("source", "")
+        for k, v in (entry.get("config") or {}).items():
+            values[k] = v
+            origin[k] = f"data:{eid}"
+    if recipe_model is not None:
+        for attr, key in _RECIPE_FIELDS:
+            v = getattr(recipe_model, attr, None)
+            if v:
+                values[key] = v
+                origin[key] = "recipe"
+    return ModelFacts(
+        model_id=model_id,
+        values=MappingProxyType(values),
+        origin=MappingProxyType(origin),
+        source=source,
+        architecture=(getattr(recipe_model, "architecture", "") or "") if recipe_model is not None else "",
+        context_length=getattr(recipe_model, "context_length", None) if recipe_model is not None else None,
+    )
+
+
+def model_facts(ctx, variant_id: str | None = None) -> ModelFacts:
+    """The facts of a recipe's checkpoint (``ctx``: a ``RecipeContext``; the
+    variant's ``model_id`` when given, else the recipe's): recipe values first,
+    then our data (looked up by the variant's id, then the recipe's), else
+    unknown. A frozen value."""
+    model = ctx.recipe.model
+    mid = ctx.model_id(variant_id) if variant_id and variant_id in ctx.recipe.variants else model.model_id
+    return facts_for(mid, model)

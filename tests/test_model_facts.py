@@ -1,0 +1,98 @@
+"""Model facts (composer/model_facts.py, composer/data/model_facts.json): every
+entry cites its source and uses only Hugging Face config.json key names; the
+lookup takes the recipe's own values first, then our data, else unknown."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from composer.api import make_context
+from composer.loader import load_catalog, load_recipe, recipe_paths
+from composer.model_facts import ENTRY_KEYS, HF_KEYS, MODELS, data_entry, facts_for, model_facts
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "upstream-recipes"
+INT_KEYS = {"hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
+            "max_position_embeddings", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+            "v_head_dim", "sliding_window", "full_attention_interval", "n_routed_experts", "num_experts",
+            "num_local_experts", "n_shared_experts", "num_experts_per_tok", "num_nextn_predict_layers"}
+
+
+@pytest.mark.parametrize("mid", sorted(MODELS))
+def test_every_entry_has_a_source_and_only_hf_keys(mid):
+    entry = MODELS[mid]
+    assert re.fullmatch(r"[\w.-]+/[\w.-]+", mid)
+    assert set(entry) <= ENTRY_KEYS and "config" in entry
+    assert "http" in entry["source"] and len(entry["source"]) > 40  # names where the values come from
+    config = entry["config"]
+    assert config and set(config) <= set(HF_KEYS), set(config) - set(HF_KEYS)
+    for k in INT_KEYS & set(config):
+        assert isinstance(config[k], int) and not isinstance(config[k], bool) and config[k] > 0, (mid, k)
+    if "layer_types" in config:
+        assert len(config["layer_types"]) == config["num_hidden_layers"]
+    if config.get("num_key_value_heads") and config.get("num_attention_heads"):
+        assert config["num_attention_heads"] % config["num_key_value_heads"] == 0
+    if config.get("head_dim") and config.get("hidden_size") and config.get("model_type") == "llama":
+        assert config["head_dim"] * config["num_attention_heads"] == config["hidden_size"]
+
+
+def test_aliases_are_unique_and_resolve():
+    seen = {}
+    for mid, entry in MODELS.items():
+        for a in entry.get("aliases", ()):
+            assert a not in MODELS and a.lower() not in seen, a
+            seen[a.lower()] = mid
+            assert data_entry(a)[0] == mid
+    assert data_entry("QWEN/qwen3-32b")[0] == "Qwen/Qwen3-32B"
+    assert data_entry("org/not-a-model") is None
+
+
+def test_recipe_values_come_first_then_data_then_unknown():
+    cat = load_catalog(ROOT / "recipes")
+    rid = "meta-llama/Llama-3.3-70B-Instruct"
+    ctx = make_context(rid, load_recipe(ROOT / "recipes", rid), cat)
+    f = model_facts(ctx)
+    assert f.origin["num_attention_heads"] == "recipe" and f.num_attention_heads == 64
+    assert f.origin["vocab_size"].startswith("data:") and f.get("vocab_size") == 128256
+    assert f.derived_max_model_len() == 131072  # llama3 RoPE: the length is already scaled
+    assert f.source.startswith("Hugging Face config.json") and f.is_moe is False and f.use_mla is False
+    # Kimi K3's config is not public: the recipe's own values only, the rest unknown.
+    rid = "moonshotai/Kimi-K3"
+    k3 = model_facts(make_context(rid, load_recipe(ROOT / "recipes", rid), cat))
+    assert set(k3.origin.values()) == {"recipe"} and k3.use_mla is True and k3.is_moe is True
+    assert k3.get("vocab_size") is None and k3.derived_max_model_len() is None and k3.context_length == 1048576
+    unknown = facts_for("org/unknown")
+    assert unknown.num_attention_heads is None and unknown.is_moe is None and unknown.use_mla is None
+
+
+def test_derived_max_model_len_mirrors_vllm():
+    # config/model.py:2598-2634: YaRN / llama3 lengths are already scaled; other types multiply by the factor.
+    assert facts_for("deepseek-ai/DeepSeek-R1").derived_max_model_len() == 163840
+    assert facts_for("Qwen/Qwen3-32B").derived_max_model_len() == 40960
+    from composer.model_facts import ModelFacts
+
+    linear = ModelFacts("m", {"max_position_embeddings": 4096, "rope_scaling": {"rope_type": "linear", "factor": 4.0}})
+    assert linear.derived_max_model_len() == 16384
+    assert ModelFacts("m", {"max_position_embeddings": 4096}).derived_max_model_len() is None  # rope unknown
+
+
+def test_layer_kinds():
+    gpt = facts_for("openai/gpt-oss-20b")
+    assert gpt.layer_kinds() == {"full": 12, "sliding": 12, "linear": 0}
+    assert facts_for("Qwen/Qwen3-8B").layer_kinds() == {"full": 36, "sliding": 0, "linear": 0}
+    assert facts_for("moonshotai/Kimi-K2-Instruct").use_mla is None  # an MLA model type whose rank we did not find
+
+
+@pytest.mark.skipif(not CORPUS.exists(), reason="shared corpus not present")
+def test_corpus_coverage_is_reported():
+    # Which corpus recipes our data covers (by the recipe's model id or a variant's): a figure, not a target.
+    cat = load_catalog(CORPUS)
+    covered, missing = [], []
+    for rid in sorted(recipe_paths(CORPUS)):
+        ctx = make_context(rid, load_recipe(CORPUS, rid), cat)
+        ids = [ctx.recipe.model.model_id] + [ctx.model_id(v) for v in ctx.recipe.variants]
+        (covered if any(data_entry(i) for i in ids) else missing).append(rid)
+    assert len(covered) >= 12 and len(covered) + len(missing) == len(recipe_paths(CORPUS))
