@@ -74,7 +74,7 @@ def baseline(n: int = 300, seed: int = 18, source: str = "corpus", recipe: str |
             contexts[rid] = make_context(rid, load_recipe(root, rid), catalog)
         ctx = contexts[rid]
         query = _walk(ctx, rng, rng.randint(0, 5))
-        plan = compose(ctx, query, kubernetes=False)
+        plan = compose(ctx, query, every_form=False)
         out.plans += 1
         if plan["status"] != "ok":
             continue

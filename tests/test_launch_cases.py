@@ -30,7 +30,7 @@ def ctx(source: Path, rid: str):
 
 def flagged(source: Path, rid: str, query: str) -> tuple[dict, dict[str, list]]:
     c = ctx(source, rid)
-    plan = compose(c, query, kubernetes=False)
+    plan = compose(c, query, every_form=False)
     out: dict[str, list] = {}
     for v in check_plan(c, plan):
         out.setdefault(v.rule, []).append(v)
@@ -147,6 +147,6 @@ def test_typed_plan_and_its_json_give_the_same_violations():
     from composer.plan import plan_and_selection
 
     c = ctx(ROOT / "recipes", "moonshotai/Kimi-K3")
-    plan, _, _ = plan_and_selection(c, "hardware=h100&strategy=multi_node_tp&nodes=4", kubernetes=False)
+    plan, _, _ = plan_and_selection(c, "hardware=h100&strategy=multi_node_tp&nodes=4", every_form=False)
     typed = check_plan(c, plan)
     assert typed and typed == check_plan(c, to_json(plan))
