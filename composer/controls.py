@@ -119,6 +119,7 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
         modes = pd_modes(ctx, sel.hardware)
         for name in POOLS:
             pool = sel.pool(name)
+            assert pool is not None  # a P/D selection has both pools
             opts[f"{name}_mode"] = [{
                 "id": m, "label": m.upper(), "selected": m == pool.mode, "disabled": False, "reason": None,
                 "query": base.with_values(**{f"{name}_mode": m}).query(),
@@ -159,12 +160,12 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
         })
     for fid in moded_features(ctx):
         # A method row for an enabled feature with a choice (semantics §7.2).
-        modes = ctx.recipe.features[fid].modes
-        if len(modes) < 2 or fid not in sel.features:
+        fmodes = ctx.recipe.features[fid].modes or {}
+        if len(fmodes) < 2 or fid not in sel.features:
             continue
         picked = parse_fmode(base.get("fmode"))[0]
         items = []
-        for m, spec in modes.items():
+        for m, mspec in fmodes.items():
             chosen = {**picked, fid: m}
             if m == default_mode(ctx, fid, sel.hardware, sel.variant):
                 del chosen[fid]
@@ -180,7 +181,7 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
                 query = base.with_values(fmode=format_fmode({**picked, fid: m}), hardware=sel.hardware,
                                          variant=None if other == "default" else other, strategy=None, nodes=None, **pd_keys)
             items.append({
-                "id": m, "label": mode_label(ctx, fid, m), "description": spec.description,
+                "id": m, "label": mode_label(ctx, fid, m), "description": mspec.description,
                 "selected": m == sel.mode(fid), "disabled": reason is not None, "reason": reason,
                 "query": query.query(),
             })
@@ -377,7 +378,9 @@ def groups(ctx: RecipeContext | None = None) -> dict:
     """Legend and one-line help of every control group; with ``ctx``, also of
     the recipe's feature-mode groups (``fmode.<feature id>``)."""
     out = {dim: {"legend": legend, "help": text} for dim, (legend, text) in GROUPS.items()}
-    for fid in moded_features(ctx) if ctx is not None else ():
+    if ctx is None:
+        return out
+    for fid in moded_features(ctx):
         out[f"fmode.{fid}"] = {"legend": f"{feature_label(ctx, fid)}: method",
                                "help": ctx.recipe.features[fid].description or "One method of this feature is used at a time."}
     return out

@@ -17,11 +17,11 @@ from composer.canonical import canonical_request, pinned_request
 from composer.context import RecipeContext
 from composer.help import flag_help
 from composer.layers import CommandSpec, compose_layers
-from composer.layout import capacity
+from composer.layout import Layout, capacity
 from composer.notices import Notices
 from composer.placeholders import placeholders
 from composer.outputs import CapacityCheck, Checkpoint, Command, EnvSource, FlagSource, Manifests, Plan, RecipeRef, Replaced, to_json
-from composer.query import parse_query
+from composer.query import Request, parse_query
 from composer.resolve import POOLS, Selection, feature_label, layout_for, pool_layout, resolve, util_in_force
 from composer.shell import command_text, env_text, recipe_command
 from composer.topology import node_units, serves_api
@@ -320,11 +320,13 @@ def _store_router(ctx: RecipeContext, sel: Selection, endpoints: list[str]) -> C
 
 
 def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[Command], list[CapacityCheck]]:
-    cmds, caps, endpoints = [], [], {}
+    cmds, caps = [], []
+    endpoints: dict[str, list[str]] = {}
     hwname = ctx.hw(sel.hardware).display_name
     total = pd_nodes(sel)
     for name in POOLS:
         pool = sel.pool(name)
+        assert pool is not None  # a P/D selection has both pools
         lay = pool_layout(ctx, sel, name, pool.mode, pool.nodes)
         util = util_in_force(ctx, sel, name)
         upper = name.upper()
@@ -343,6 +345,7 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[
             if serves_api(lay, rank):
                 port = flag_value(cmd.argv, "--port") or "8000"
                 endpoints[name].append(f"http://${upper}_NODE_{rank + 1}:{port}")
+        assert first is not None  # a pool has at least one node
         caps.append(_capacity_of(ctx, sel, lay, util, first, name, _where(lay, hwname, name, total), notices))
     cmds.append(_router(ctx, sel, endpoints))
     return cmds, caps
@@ -380,15 +383,16 @@ def _shape(ctx: RecipeContext, sel: Selection) -> str:
 def pd_nodes(sel: Selection) -> int:
     """GPU nodes of a P/D plan: the prefill pool's plus the decode pool's
     (the router needs no GPU node of its own)."""
-    return sum(sel.pool(name).nodes for name in POOLS)
+    return sum(sel.pool(name).nodes for name in POOLS)  # type: ignore[union-attr,misc]  # P/D: both pools set
 
 
-def summary(ctx: RecipeContext, sel: Selection, commands: list[dict]) -> str:
+def summary(ctx: RecipeContext, sel: Selection, commands: list[Command]) -> str:
     hw = ctx.hw(sel.hardware)
     prec = ctx.variant_label(sel.variant)
     if sel.prefill:
         # The cluster size first, as for every other plan; the router is a CPU
         # process (no GPU node of its own): it runs on any host that reaches both pools.
+        assert sel.decode is not None  # a P/D selection has both pools
         return (f"{pd_nodes(sel)} × {hw.display_name} nodes · P/D: prefill {sel.prefill.nodes} × "
                 f"{sel.prefill.mode.upper()} + decode {sel.decode.nodes} × {sel.decode.mode.upper()}; "
                 f"router on any host · {prec}")
@@ -415,7 +419,7 @@ def verification(ctx: RecipeContext, sel: Selection) -> dict:
     return {"verified": False, "verification": f"{hw} is verified with {others}; this strategy is composed, not verified"}
 
 
-def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[dict], notices: Notices) -> None:
+def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[Command], notices: Notices) -> None:
     """Host memory a KV offload connector reserves, read from its own
     ``--kv-transfer-config`` (``cpu_bytes_to_use_per_rank``, bytes per GPU rank;
     ``cpu_bytes_to_use``, bytes in total), shown per node and for the cluster in GiB."""
@@ -436,7 +440,7 @@ def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[dict], n
         per_rank = extra["cpu_bytes_to_use_per_rank"] / gib
         # The GPU ranks the commands run, not the node's GPUs (idle ones reserve nothing).
         if sel.prefill:
-            lays = [pool_layout(ctx, sel, p, sel.pool(p).mode, sel.pool(p).nodes) for p in POOLS]
+            lays = [pool_layout(ctx, sel, p, sel.pool(p).mode, sel.pool(p).nodes) for p in POOLS]  # type: ignore[union-attr]
         else:
             lays = [layout_for(ctx, sel, sel.nodes)]
         ranks = sum(lay.used_per_node * lay.nodes for lay in lays)
@@ -467,7 +471,7 @@ def build_plan(ctx: RecipeContext, query, kubernetes: bool = True) -> dict:
     return to_json(plan_and_selection(ctx, query, kubernetes=kubernetes)[0])
 
 
-def plan_and_selection(ctx: RecipeContext, query, kubernetes: bool | None = None) -> tuple[Plan, Selection, object]:
+def plan_and_selection(ctx: RecipeContext, query, kubernetes: bool | None = None) -> tuple[Plan, Selection, Request]:
     """``(Plan, Selection, canonical Request)`` for ``query``: the page builds
     its controls from the last two without resolving the query again.
     ``kubernetes``: True adds the manifests to the plan (CLI, JSON API);
@@ -477,9 +481,9 @@ def plan_and_selection(ctx: RecipeContext, query, kubernetes: bool | None = None
     sel, notices = resolve(ctx, req)
     commands, caps = build_commands(ctx, sel, notices)
     has_cap_error = any(n.code in ("capacity", "kv-capacity") for n in notices.items())
-    for c in caps:
-        if not c.fits and not has_cap_error:
-            notices.add("error", "capacity", c.message)
+    for cap in caps:
+        if not cap.fits and not has_cap_error:
+            notices.add("error", "capacity", cap.message)
     kv_memory_notice(ctx, sel, commands, notices)
     summary_text = summary(ctx, sel, commands)
     comps = run.companions(ctx, sel)
@@ -487,7 +491,7 @@ def plan_and_selection(ctx: RecipeContext, query, kubernetes: bool | None = None
     for i, c in enumerate(commands):
         d = run.docker_argv(ctx, sel, c, host_network)
         docker = run.docker_text(d) if d else None
-        text = docker if sel.install == "docker" and d else c.pip_text
+        text = docker if sel.install == "docker" and docker else c.pip_text
         commands[i] = replace(c, docker_argv=tuple(d) if d else None, docker_text=docker, text=text,
                               script=run.script(summary_text, c, text))
     canon = canonical_request(ctx, sel)
@@ -539,8 +543,9 @@ def k8s_manifests(ctx: RecipeContext, sel: Selection, commands: list[Command], c
         return Manifests(name, "", (), run.docker_reason(ctx, sel.hardware, sel.variant, sel.kv_offload))
     if not commands:
         return Manifests(name, "", (), "The plan has no commands to run.")
+    layouts: dict[str | None, Layout]
     if sel.prefill:
-        layouts = {p: pool_layout(ctx, sel, p, sel.pool(p).mode, sel.pool(p).nodes) for p in POOLS}
+        layouts = {p: pool_layout(ctx, sel, p, sel.pool(p).mode, sel.pool(p).nodes) for p in POOLS}  # type: ignore[union-attr]
     else:
         layouts = {None: layout_for(ctx, sel, sel.nodes)}
     weights = max((c.weights_gb for c in caps if c.weights_gb), default=None)

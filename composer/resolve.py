@@ -367,7 +367,7 @@ def resolve_modes(ctx: RecipeContext, req: Request, hw: str, variant: str, feats
             n.add("warning", "invalid-fmode", f"Feature {_short(fid)} has no modes; its fmode value was ignored.")
     out = []
     for fid in moded:
-        modes = ctx.recipe.features[fid].modes
+        modes = ctx.recipe.features[fid].modes or {}
         fallback = default_mode(ctx, fid, hw, variant)
         want = picks.get(fid)
         label = feature_label(ctx, fid)
@@ -384,7 +384,7 @@ def resolve_modes(ctx: RecipeContext, req: Request, hw: str, variant: str, feats
             explicit = False
         else:
             explicit = True
-        mode = want if want in modes else fallback
+        mode = want if want is not None and want in modes else fallback
         why = mode_block_reason(ctx, fid, mode, hw, variant)
         if why:
             mode = fallback
