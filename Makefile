@@ -15,6 +15,8 @@ build: .venv/.installed node_modules/.installed
 	$(PY) build.py --strict
 
 test: .venv/.installed node_modules/.installed chromium
+	$(PY) -m ruff check composer build.py bench.py tests
+	$(PY) -m mypy composer
 	$(PY) -m pytest -q
 
 bench: .venv/.installed node_modules/.installed chromium
