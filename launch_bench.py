@@ -37,7 +37,8 @@ class Baseline:
     examples: dict = field(default_factory=dict)
 
     def lines(self) -> list[str]:
-        pct = (lambda n: 100.0 * n / self.ok if self.ok else 0.0)
+        def pct(n):
+            return (100.0 * n / self.ok if self.ok else 0.0)
         out = [f"launch rules (vLLM start-up checks) over {self.plans} sampled plans, {self.ok} with status ok: "
                f"{self.ok_with_error} ({pct(self.ok_with_error):.1f} %) break an error rule (vLLM refuses to start; "
                f"target 0), {self.ok_with_any} ({pct(self.ok_with_any):.1f} %) break any rule"]

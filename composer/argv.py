@@ -13,6 +13,7 @@ layer wins"), recording what it replaced.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -83,7 +84,7 @@ class Unit:
         return " ".join(self.tokens())
 
 
-def parse_tokens(tokens: list[str]) -> list[Unit]:
+def parse_tokens(tokens: Sequence[str]) -> list[Unit]:
     """Group argv tokens into units (cached: recipes repeat the same lists).
 
     See ``_parse_tokens``; raises ArgvError.
@@ -100,7 +101,7 @@ def _parse_cached(tokens: tuple) -> tuple[Unit, ...]:
     return tuple(_parse_tokens(list(tokens)))
 
 
-def _parse_tokens(tokens: list[str]) -> list[Unit]:
+def _parse_tokens(tokens: Sequence[str]) -> list[Unit]:
     """Group argv tokens into units.
 
     A flag followed by a token that is not a flag (numbers like ``-1`` count as
@@ -140,7 +141,7 @@ def _parse_tokens(tokens: list[str]) -> list[Unit]:
     return units
 
 
-def flag_value(argv: list[str], flag: str) -> str | None:
+def flag_value(argv: Sequence[str], flag: str) -> str | None:
     """The value after the last ``flag`` token of a composed argv, or None."""
     found = None
     for i, tok in enumerate(argv[:-1]):
@@ -186,7 +187,7 @@ class ArgvBuilder:
             # the same value leaves the command text unchanged.
             self._entries[unit.key] = entry
 
-    def add_tokens(self, tokens: list[str], source: Source) -> None:
+    def add_tokens(self, tokens: Sequence[str], source: Source) -> None:
         self.add(parse_tokens(tokens), source)
 
     def remove(self, key: str) -> Entry | None:

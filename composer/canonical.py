@@ -35,6 +35,7 @@ def selection_values(ctx: RecipeContext, sel: Selection) -> dict[str, str]:
     if sel.prefill:
         for name in POOLS:
             p = sel.pool(name)
+            assert p is not None  # a P/D selection has both pools
             vals[f"{name}_mode"] = p.mode
             vals[f"{name}_nodes"] = str(p.nodes)
     else:

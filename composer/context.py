@@ -19,7 +19,7 @@ from composer.schema import Catalog, HardwareProfile, Recipe, Strategy, Variant
 OMNI_STRATEGY = Strategy(
     name="omni", deploy_type="single_node", kind="omni", display_name="vLLM-Omni (one node)",
     description="Served by vLLM-Omni on one node (vllm serve … --omni); the recipe's base args carry its parallelism.",
-    vllm_args=["--omni"])
+    vllm_args=("--omni",))
 """The one deployment of omni recipes (semantics §14), which list no strategies."""
 
 MAX_NODES = 16
@@ -194,7 +194,7 @@ class RecipeContext:
         held there (``hardware_block_reason`` and ``can_hold``), or None."""
         runs = [v for v in self.recipe.variants if self.hardware_block_reason(hw_id, v) is None]
         held = [v for v in runs if self.can_hold(hw_id, v)]
-        return (held or runs or [None])[0]
+        return next(iter(held or runs), None)
 
     def variant(self, variant_id: str) -> Variant:
         return self.recipe.variants.get(variant_id) or self.recipe.variants.get("default") or Variant()
@@ -281,7 +281,7 @@ class RecipeContext:
         from composer.parallel import KINDS
 
         s = self.catalog.strategies.get(sid) or (OMNI_STRATEGY if sid == OMNI_STRATEGY.name else None)
-        return s is not None and KINDS[s.kind].expert_parallel
+        return s is not None and KINDS[str(s.kind)].expert_parallel
 
     def strategy_label(self, sid: str) -> str:
         s = self.catalog.strategies.get(sid) or (OMNI_STRATEGY if sid == OMNI_STRATEGY.name else None)

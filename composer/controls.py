@@ -151,6 +151,7 @@ def _pools(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[
     out: dict[str, list[dict]] = {}
     for name in POOLS:
         pool = sel.pool(name)
+        assert pool is not None  # a P/D selection has both pools
         out[f"{name}_mode"] = [{
             "id": m, "label": KINDS[m].label, "selected": m == pool.mode, "disabled": False, "reason": None,
             "query": base.with_values(**{f"{name}_mode": m}).query(),
@@ -203,12 +204,12 @@ def _feature_modes(ctx: RecipeContext, sel: Selection, base: Request) -> dict[st
     too: the click switches the variant (the same rule as for hardware)."""
     out: dict[str, list[dict]] = {}
     for fid in moded_features(ctx):
-        modes = ctx.recipe.features[fid].modes
+        modes = ctx.recipe.features[fid].modes or {}
         if len(modes) < 2 or fid not in sel.features:
             continue
         picked = parse_fmode(base.get("fmode"))[0]
         items = []
-        for m, spec in modes.items():
+        for m, mspec in modes.items():
             chosen = {**picked, fid: m}
             if m == default_mode(ctx, fid, sel.hardware, sel.variant):
                 del chosen[fid]
@@ -222,7 +223,7 @@ def _feature_modes(ctx: RecipeContext, sel: Selection, base: Request) -> dict[st
                 query = base.with_values(fmode=format_fmode({**picked, fid: m}), hardware=sel.hardware,
                                          variant=None if other == "default" else other, strategy=None, nodes=None, **PD_KEYS)
             items.append({
-                "id": m, "label": mode_label(ctx, fid, m), "description": spec.description,
+                "id": m, "label": mode_label(ctx, fid, m), "description": mspec.description,
                 "selected": m == sel.mode(fid), "disabled": reason is not None, "reason": reason,
                 "query": query.query(),
             })
@@ -440,7 +441,9 @@ def groups(ctx: RecipeContext | None = None) -> dict:
     """Legend and one-line help of every control group; with ``ctx``, also of
     the recipe's feature-mode groups (``fmode.<feature id>``)."""
     out = {d.name: {"legend": d.legend, "help": d.help} for d in DIMENSIONS if d.legend}
-    for fid in moded_features(ctx) if ctx is not None else ():
+    if ctx is None:
+        return out
+    for fid in moded_features(ctx):
         out[f"fmode.{fid}"] = {"legend": f"{feature_label(ctx, fid)}: method",
                                "help": ctx.recipe.features[fid].description or "One method of this feature is used at a time."}
     return out

@@ -55,8 +55,8 @@ def safe_url(url: str) -> bool:
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
-    md.validateLink = safe_url
-    rules = md.renderer.rules
+    md.validateLink = safe_url  # type: ignore[method-assign]
+    rules = md.renderer.rules  # type: ignore[attr-defined]
 
     def link_open(tokens, idx, options, env):
         tokens[idx].attrSet("rel", LINK_REL)

@@ -50,7 +50,7 @@ import json
 import math
 import re
 import shlex
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from composer.argv import flag_value
 from composer.outputs import Command, CompanionProcess, Manifests
@@ -175,7 +175,7 @@ def _probe(port: int, path: str = "/health", **kw) -> dict:
 
 
 def _vllm_container(form: _Form, name: str, image: str, cmd: Command, sub_args: list[str], env: list[dict],
-                    env_notes: dict, gpus: int, brand: str, installs: list[str], times: dict[int, int],
+                    env_notes: dict, gpus: int, brand: Optional[str], installs: list[str], times: dict[int, int],
                     mounts: list[dict], notes: dict, path: tuple, multi_node: bool) -> dict:
     """One vLLM container: argv (with a wrapper when needed), env, the brand's
     GPU resource, ports and probes on vLLM's ``/health`` when it serves HTTP."""
@@ -311,7 +311,7 @@ def _group_args(cmds: list[Command], table_of, form: _Form) -> tuple[list[str], 
         if len(ks) != 1 or None in ks or 0 in ks:
             raise K8sError(f"{first[i - 1]} is not a fixed multiple of the node rank")
         args[i] = f"$({WORKER_INDEX})"
-        k = ks.pop()
+        k = cast(int, ks.pop())  # checked above: not None
         if k != 1:
             times[i] = k
         for p in per:
@@ -324,7 +324,7 @@ def _group_args(cmds: list[Command], table_of, form: _Form) -> tuple[list[str], 
     return args, times, unknown
 
 
-def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess], image: Optional[str], brand: Optional[str],
+def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess], image: str, brand: Optional[str],
           layouts: dict[Optional[str], Any], weights_gb: Optional[float], summary: str, blocked: bool) -> Manifests:
     """The manifests of a plan. ``layouts`` maps pool (None outside P/D) to its
     ``Layout``; ``weights_gb`` sizes the cache claim. Raises ``K8sError``
@@ -347,16 +347,16 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
     kv = ctx.catalog.taxonomy.kv_offload.get(sel.kv_offload) if sel.kv_offload else None
 
     # Packages vLLM itself needs for the KV connector (the pip form's extras).
-    installs = []
+    lines: list[Optional[str]] = []
     if kv is not None and kv.install:
-        installs.append(_install_line(kv.install))
+        lines.append(_install_line(kv.install))
     mooncake = store is not None and store.deploy_type == "kv_store_lb"
-    if mooncake:
+    if mooncake and store is not None:
         inst = (store.vllm or {}).get("install") or {}
         line = inst.get(brand) if isinstance(inst, dict) else inst
         if line:
-            installs.append(_install_line(str(line)))
-    installs = [i for i in dict.fromkeys(installs) if i]
+            lines.append(_install_line(str(line)))
+    installs = [i for i in dict.fromkeys(lines) if i]
 
     fixed_env: dict[str, str] = {}
     extra_volumes: list[dict] = []
@@ -376,7 +376,7 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
     form.add(pvc, pvc_notes)
 
     def sidecar_containers(notes: dict, path: tuple, start: int) -> list[dict]:
-        out = []
+        out: list[dict] = []
         names = {"vllm"}
         for j, comp in enumerate(sidecars):
             sub = _Sub({}, form, [])

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from composer import vllm_cli
@@ -1227,7 +1227,7 @@ def _router_endpoints(cmds: Sequence[_Cmd]) -> Optional[dict[str, int]]:
     for c in cmds:
         if c.argv and c.argv[0] == "vllm-router":
             found = found or {"prefill": 0, "decode": 0}
-            for i, tok in enumerate(c.argv[:-1]):
+            for _i, tok in enumerate(c.argv[:-1]):
                 if tok in ("--prefill", "--decode"):
                     found[tok[2:]] += 1
     return found
@@ -1243,7 +1243,7 @@ def _check_groups(cmds: Sequence[_Cmd], facts_of) -> Iterable[Violation]:
             continue
         groups.setdefault(_group_key(c), []).append(c)
     router = _router_endpoints(cmds)
-    for key, members in groups.items():
+    for _key, members in groups.items():
         members = sorted(members, key=lambda c: c.node_rank)
         dps = {c.index: data_parallel(c.serve) for c in members}
         size = next(iter(dps.values())).size

@@ -13,6 +13,7 @@ own their flags (W11); hidden Advanced knobs are never emitted (W29).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from composer.argv import ArgvBuilder, Source, Unit, parse_tokens
@@ -38,7 +39,7 @@ class EnvBuilder:
     def __init__(self) -> None:
         self.entries: dict[str, EnvEntry] = {}
 
-    def add(self, env: dict[str, str], source: Source) -> None:
+    def add(self, env: Mapping[str, str], source: Source) -> None:
         for k, v in env.items():
             old = self.entries.pop(k, None)
             e = EnvEntry(v, source)
@@ -87,7 +88,7 @@ def feature_args(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str, mode
     hw = ctx.hw(hw_id)
     f = ctx.recipe.features[fid]
     if f.modes:
-        if mode_id not in f.modes:
+        if mode_id is None or mode_id not in f.modes:
             mode_id = default_mode(ctx, fid, hw_id, variant_id)
         mode = f.modes[mode_id]
         found = lookup_value({k: b for k, b in mode.hardware_overrides.items() if b.args}, hw_id, hw)
@@ -206,7 +207,7 @@ def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layou
         argv.add_tokens(args, Source("features", key))
     # A feature that is off removes the settings it owns even when another layer
     # emits them (upstream W11: K3's AMD block kept --reasoning-parser on).
-    removed = []
+    removed: list[tuple[str | None, object]] = []
     enabled_owned = set().union(*(owned_units(ctx, f) for f in enabled)) if enabled else set()
     for fid in r.features:
         if fid in enabled:
@@ -309,11 +310,11 @@ def _reassert_topology(argv: ArgvBuilder, spec: CommandSpec) -> list[tuple[str |
       mode"): hybrid is only kept for DP layouts, whose nodes all serve their API;
     * followers of a multi-node TP/TEP/PP group always run ``--headless``.
     """
-    displaced = []
+    displaced: list[tuple[str | None, object]] = []
     wanted = {u.key: u for u in spec.topology}
     local = wanted.get("data-parallel-size-local")
     size = wanted.get("data-parallel-size")
-    hybrid_ok = (local is not None and size is not None and int(local.value) > 1 and int(size.value) > int(local.value)
+    hybrid_ok = (local is not None and size is not None and int(local.value or 0) > 1 and int(size.value or 0) > int(local.value or 0)
                  and "headless" not in wanted)
     for key in ("data-parallel-hybrid-lb", "data-parallel-external-lb", "data-parallel-rank", "api-server-count"):
         entry = argv.get(key)

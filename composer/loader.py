@@ -19,7 +19,7 @@ from composer.schema import Catalog, Recipe
 from composer.validate import validate_catalog, validate_recipe
 
 
-class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """PyYAML's safe loader (libyaml's C parser when available: 10× faster) that
     rejects a key given twice in one mapping (plain PyYAML keeps the last one
     silently)."""

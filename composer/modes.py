@@ -31,7 +31,7 @@ def mode_block_reason(ctx: RecipeContext, fid: str, mode: str, hw_id: str, varia
     hardware, or None. Sources: the mode's ``variants`` and ``hardware`` keys."""
     from composer.lookup import lookup_value
 
-    m = ctx.recipe.features[fid].modes[mode]
+    m = (ctx.recipe.features[fid].modes or {})[mode]
     label = mode_label(ctx, fid, mode)
     if m.variants is not None and variant_id not in m.variants:
         return f"{label} is not offered for the {ctx.variant_label(variant_id)} checkpoint."
@@ -62,7 +62,7 @@ def default_mode(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str) -> s
     for cand in (ctx.variant(variant_id).default_modes.get(fid), f.default_mode):
         if cand in allowed:
             return cand
-    return allowed[0] if allowed else next(iter(f.modes))
+    return allowed[0] if allowed else next(iter(f.modes or {}))
 
 
 def parse_fmode(raw: str | None) -> tuple[dict[str, str], list[str]]:

@@ -20,9 +20,9 @@ from composer.layers import CommandSpec, compose_layers
 from composer.memory import capacity
 from composer.notices import Notices
 from composer.placeholders import placeholders
-from composer.outputs import CapacityCheck, Checkpoint, Command, EnvSource, FlagSource, Plan, RecipeRef, Replaced, to_json
+from composer.outputs import CapacityCheck, Checkpoint, Command, EnvSource, FlagSource, Manifests, Plan, RecipeRef, Replaced, to_json
 from composer.parallel import KINDS, node_units, serves_api, shape
-from composer.query import parse_query
+from composer.query import Request, parse_query
 from composer.dimensions import POOLS, Selection
 from composer.forms import FORMS, FormInput
 from composer.resolve import feature_label, layout_for, pool_layout, resolve, util_in_force
@@ -323,11 +323,13 @@ def _store_router(ctx: RecipeContext, sel: Selection, endpoints: list[str]) -> C
 
 
 def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[Command], list[CapacityCheck]]:
-    cmds, caps, endpoints = [], [], {}
+    cmds, caps = [], []
+    endpoints: dict[str, list[str]] = {}
     hwname = ctx.hw(sel.hardware).display_name
     total = pd_nodes(sel)
     for name in POOLS:
         pool = sel.pool(name)
+        assert pool is not None  # a P/D selection has both pools
         lay = pool_layout(ctx, sel, name, pool.mode, pool.nodes)
         util = util_in_force(ctx, sel, name)
         upper = name.upper()
@@ -346,6 +348,7 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[
             if serves_api(lay, rank):
                 port = flag_value(cmd.argv, "--port") or "8000"
                 endpoints[name].append(f"http://${upper}_NODE_{rank + 1}:{port}")
+        assert first is not None  # a pool has at least one node
         caps.append(_capacity_of(ctx, sel, lay, util, first, name, _where(lay, hwname, name, total), notices))
     cmds.append(_router(ctx, sel, endpoints))
     return cmds, caps
@@ -380,15 +383,16 @@ def _shape(ctx: RecipeContext, sel: Selection) -> str:
 def pd_nodes(sel: Selection) -> int:
     """GPU nodes of a P/D plan: the prefill pool's plus the decode pool's
     (the router needs no GPU node of its own)."""
-    return sum(sel.pool(name).nodes for name in POOLS)
+    return sum(sel.pool(name).nodes for name in POOLS)  # type: ignore[union-attr,misc]  # P/D: both pools set
 
 
-def summary(ctx: RecipeContext, sel: Selection, commands: list[dict]) -> str:
+def summary(ctx: RecipeContext, sel: Selection, commands: list[Command]) -> str:
     hw = ctx.hw(sel.hardware)
     prec = ctx.variant_label(sel.variant)
     if sel.prefill:
         # The cluster size first, as for every other plan; the router is a CPU
         # process (no GPU node of its own): it runs on any host that reaches both pools.
+        assert sel.decode is not None  # a P/D selection has both pools
         return (f"{pd_nodes(sel)} × {hw.display_name} nodes · P/D: prefill {sel.prefill.nodes} × "
                 f"{KINDS[sel.prefill.mode].label} + decode {sel.decode.nodes} × {KINDS[sel.decode.mode].label}; "
                 f"router on any host · {prec}")
@@ -415,7 +419,7 @@ def verification(ctx: RecipeContext, sel: Selection) -> dict:
     return {"verified": False, "verification": f"{hw} is verified with {others}; this strategy is composed, not verified"}
 
 
-def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[dict], notices: Notices) -> None:
+def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[Command], notices: Notices) -> None:
     """Host memory a KV offload connector reserves, read from its own
     ``--kv-transfer-config`` (``cpu_bytes_to_use_per_rank``, bytes per GPU rank;
     ``cpu_bytes_to_use``, bytes in total), shown per node and for the cluster in GiB."""
@@ -436,7 +440,7 @@ def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[dict], n
         per_rank = extra["cpu_bytes_to_use_per_rank"] / gib
         # The GPU ranks the commands run, not the node's GPUs (idle ones reserve nothing).
         if sel.prefill:
-            lays = [pool_layout(ctx, sel, p, sel.pool(p).mode, sel.pool(p).nodes) for p in POOLS]
+            lays = [pool_layout(ctx, sel, p, sel.pool(p).mode, sel.pool(p).nodes) for p in POOLS]  # type: ignore[union-attr]
         else:
             lays = [layout_for(ctx, sel, sel.nodes)]
         ranks = sum(lay.used_per_node * lay.nodes for lay in lays)
@@ -468,7 +472,7 @@ def build_plan(ctx: RecipeContext, query, every_form: bool = True) -> dict:
     return to_json(plan_and_selection(ctx, query, every_form=every_form)[0])
 
 
-def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> tuple[Plan, Selection, object]:
+def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> tuple[Plan, Selection, Request]:
     """``(Plan, Selection, canonical Request)`` for ``query``: the page builds
     its controls from the last two without resolving the query again.
     ``every_form``: every output form's structured result is added (the
@@ -478,9 +482,9 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
     sel, notices = resolve(ctx, req)
     commands, caps = build_commands(ctx, sel, notices)
     has_cap_error = any(n.code in ("capacity", "kv-capacity") for n in notices.items())
-    for c in caps:
-        if not c.fits and not has_cap_error:
-            notices.add("error", "capacity", c.message)
+    for cap in caps:
+        if not cap.fits and not has_cap_error:
+            notices.add("error", "capacity", cap.message)
     kv_memory_notice(ctx, sel, commands, notices)
     summary_text = summary(ctx, sel, commands)
     comps = run.companions(ctx, sel)
@@ -508,9 +512,14 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
         commands=tuple(commands) if status == "ok" else (), blocked_commands=tuple(commands) if status == "error" else (),
         notices=tuple(notices.items()), capacity=tuple(caps), **verification(ctx, sel),
         url=("?" + shown) if shown else "", query=shown, share_url="?" + pinned, checkpoint=checkpoint(ctx, sel),
-        kubernetes=extra.get("kubernetes"), placeholders=_placeholders(commands, comps, client),
+        kubernetes=_manifests(extra.get("kubernetes")), placeholders=_placeholders(commands, comps, client),
         output=forms.output(sel.form, inp, extra.get(form.plan_key) if form.plan_key else None))
     return plan, sel, canon
+
+
+def _manifests(value: object) -> Manifests | None:
+    """The Kubernetes form's structured result, typed for the plan."""
+    return value if isinstance(value, Manifests) else None
 
 
 def _placeholders(commands, comps, client):

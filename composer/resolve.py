@@ -66,7 +66,7 @@ def layout_for(ctx: RecipeContext, sel: Selection, nodes: int) -> Layout:
     strat = ctx.strategy(sid)
     single = strat.deploy_type == "single_node"
     util, kv_dtype, mml = memory_flags(ctx, sel) if single else (DEFAULT_GPU_UTIL, None, None)
-    return make_layout(ctx, strat.kind, sel.hardware, sel.variant, nodes, single_node=single, sid=sid,
+    return make_layout(ctx, str(strat.kind), sel.hardware, sel.variant, nodes, single_node=single, sid=sid,
                        util=util, kv_dtype=kv_dtype, max_model_len=mml)
 
 
@@ -421,7 +421,7 @@ def resolve_modes(ctx: RecipeContext, req: Request, hw: str, variant: str, feats
             n.add("warning", "invalid-fmode", f"Feature {_short(fid)} has no modes; its fmode value was ignored.")
     out = []
     for fid in moded:
-        modes = ctx.recipe.features[fid].modes
+        modes = ctx.recipe.features[fid].modes or {}
         fallback = default_mode(ctx, fid, hw, variant)
         want = picks.get(fid)
         label = feature_label(ctx, fid)
@@ -438,7 +438,7 @@ def resolve_modes(ctx: RecipeContext, req: Request, hw: str, variant: str, feats
             explicit = False
         else:
             explicit = True
-        mode = want if want in modes else fallback
+        mode = want if want is not None and want in modes else fallback
         why = mode_block_reason(ctx, fid, mode, hw, variant)
         if why:
             mode = fallback
@@ -527,7 +527,7 @@ def recommend(ctx: RecipeContext, hw: str, variant: str, want_nodes: int | None,
             if not (want_nodes == 1 and deploy == "multi_node"):
                 return default
         if multi_wanted:  # the multi-node strategy of the default's kind
-            sibling = _of_kind(ctx, supported, "multi_node", (ctx.strategy(default).kind,))
+            sibling = _of_kind(ctx, supported, "multi_node", (str(ctx.strategy(default).kind),))
             if sibling is not None:
                 return sibling
     deploy = "single_node" if not multi_wanted else "multi_node"
@@ -588,7 +588,7 @@ def pd_default_mode(ctx: RecipeContext, pool: str, offered: list[str]) -> str:
 def pd_modes(ctx: RecipeContext, hw: str) -> list[str]:
     """Pool modes offered (semantics §5.1): from the recipe's strategies, narrowed
     by ``strategy_overrides.pd_cluster.pool_modes``, reachable on ``hw``."""
-    found = {KINDS[ctx.strategy(s).kind].pool_offer for s in ctx.strategies}
+    found = {KINDS[str(ctx.strategy(s).kind)].pool_offer for s in ctx.strategies}
     modes = [m for m in POOL_KINDS if m in found] or ["tp"]
     so = ctx.recipe.strategy_overrides.get("pd_cluster")
     if so and so.pool_modes:

@@ -71,7 +71,7 @@ def version_key(version: str) -> tuple:
 def unreleased(version: str | None) -> bool:
     """Whether ``version`` is newer than the newest vLLM release the project
     knows (``VLLM_RELEASE``): only the nightly build can have it."""
-    return bool(version) and version_key(version) > version_key(VLLM_RELEASE)
+    return bool(version) and version_key(str(version)) > version_key(VLLM_RELEASE)
 
 
 def _nightly(ctx: RecipeContext, variant_id: str, kv_offload: str = "") -> bool:
@@ -183,9 +183,9 @@ def _pick_cuda(cmap: Mapping, cuda: str | None) -> str | None:
 
 def _min_version(ctx: RecipeContext, variant_id: str, kv_offload: str = "") -> str | None:
     store = ctx.catalog.strategies.get(kv_offload) if kv_offload else None
-    found = [ctx.recipe.model.min_vllm_version, ctx.variant(variant_id).min_vllm_version,
+    given = [ctx.recipe.model.min_vllm_version, ctx.variant(variant_id).min_vllm_version,
              store.min_vllm_version if store is not None else None]
-    found = [str(v) for v in found if v]
+    found = [str(v) for v in given if v]
     return max(found, key=version_key) if found else None
 
 
@@ -208,7 +208,7 @@ def dependencies(ctx: RecipeContext, sel) -> tuple[InstallStep, ...]:
 
 
 def _installs_omni(text: str | None) -> bool:
-    return bool(text) and ("vllm-omni" in text or "vllm_omni" in text)
+    return text is not None and ("vllm-omni" in text or "vllm_omni" in text)
 
 
 def install(ctx: RecipeContext, sel, companions: list[CompanionProcess]) -> Install:
@@ -292,7 +292,7 @@ def docker_argv(ctx: RecipeContext, sel, cmd: Command, host_network: bool) -> li
     master: localhost); otherwise it publishes the port it serves."""
     image = docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, getattr(sel, "cuda", None))
     brand = brand_key(ctx, sel.hardware)
-    if image is None or cmd.argv[:2] != ("vllm", "serve"):
+    if image is None or brand is None or cmd.argv[:2] != ("vllm", "serve"):
         return None
     argv = ["docker", "run", "--rm"] + GPU_FLAGS[brand] + ["--ipc=host"]
     if host_network:

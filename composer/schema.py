@@ -24,18 +24,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Mapping, Optional, Union
+from typing import Annotated, Any, Literal, Mapping, Optional, Union, dataclass_transform
 
 try:  # build, CLI and tests validate with pydantic; the browser only reads the types
     from pydantic import BeforeValidator, ConfigDict, Field
 except ImportError:  # pragma: no cover - exercised in Pyodide
-    def BeforeValidator(func, json_schema_input_type=None):  # noqa: N802 - mirrors pydantic's name
+    def BeforeValidator(func, json_schema_input_type=None):  # type: ignore[no-redef]  # noqa: N802 - mirrors pydantic's name
         return None
 
-    def Field(*args, **kwargs):  # noqa: N802
+    def Field(*args, **kwargs):  # type: ignore[no-redef]  # noqa: N802
         return None
 
-    ConfigDict = dict
+    ConfigDict = dict  # type: ignore[misc,assignment]
 
 
 def scalar_to_str(value: Any) -> Any:
@@ -145,6 +145,7 @@ whose NVIDIA value may be a CUDA map ``{cu129, cu130}``, or a bare CUDA map."""
 _CONFIG = ConfigDict(extra="ignore", allow_inf_nan=False)
 
 
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
 def _frozen(cls):
     """``@dataclass(frozen=True)`` with the shared pydantic config attached."""
     cls.__pydantic_config__ = _CONFIG

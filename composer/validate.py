@@ -39,7 +39,7 @@ def validate_catalog(data: Any) -> Catalog:
 def dump(value: Recipe | Catalog) -> dict:
     """JSON data of a validated recipe or catalogue (``None`` values left out);
     ``composer.convert.from_json`` rebuilds the same value from it."""
-    adapter = RECIPE if isinstance(value, Recipe) else CATALOG
+    adapter: TypeAdapter[Any] = RECIPE if isinstance(value, Recipe) else CATALOG
     return adapter.dump_python(value, mode="json", exclude_none=True)
 
 
@@ -123,7 +123,7 @@ def check_recipe_args(recipe: Recipe) -> list[tuple[str, str]]:
         except ArgvError as exc:
             problems.append((key, str(exc)))
             continue
-        seen = {}
+        seen: dict = {}
         for u in units:
             if u.key == "gpu-memory-utilization" and not _fraction(u.value):
                 problems.append((key, f"--gpu-memory-utilization {u.value!r} must be a number in (0, 1]"))
@@ -197,7 +197,7 @@ def check_recipe_references(recipe: Recipe, catalog: Catalog) -> list[tuple[str,
     for gi, group in enumerate(recipe.exclusive_features):
         for i, f in enumerate(group):
             need(f"exclusive_features[{gi}][{i}]", f, features, "feature of this recipe")
-    maps = [("hardware_overrides", recipe.hardware_overrides)]
+    maps: list[tuple[str, Any]] = [("hardware_overrides", recipe.hardware_overrides)]
     maps += [(f"variants.{v}.hardware_overrides", var.hardware_overrides) for v, var in recipe.variants.items()]
     for sid, so in recipe.strategy_overrides.items():
         maps.append((f"strategy_overrides.{sid}.hardware_overrides", so.hardware_overrides))

@@ -180,13 +180,17 @@ def check_unit(key: str, value: Optional[str], enabled: bool = True, omni: bool 
     elif kind == "json_or_str" and value.lstrip()[:1] in "{[":
         try:
             json.loads(value)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             out.append(Finding("error", shown, f"--{head} looks like JSON but {value!r:.60} does not parse ({exc.msg})"))
+        except ValueError as exc:  # not a syntax error: e.g. an integer past Python's digit limit
+            out.append(Finding("error", shown, f"--{head} looks like JSON but {value!r:.60} does not parse ({exc})"))
     elif kind == "json":
         try:
             data = json.loads(value)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             out.append(Finding("error", shown, f"--{head} takes JSON; {value!r:.60} does not parse ({exc.msg} at column {exc.colno})"))
+        except ValueError as exc:  # not a syntax error: e.g. an integer past Python's digit limit
+            out.append(Finding("error", shown, f"--{head} takes JSON; {value!r:.60} does not parse ({exc})"))
         else:
             if opt.get("config"):
                 out += _check_config(shown, opt["config"], data)
@@ -276,7 +280,7 @@ def _check_config_path(shown: str, config: Optional[str], keys: list[str], value
     return []
 
 
-def _check_value(shown: str, cls: str, field: str, spec: dict, value, in_json: bool) -> list[Finding]:
+def _check_value(shown: str, cls: Optional[str], field: str, spec: dict, value, in_json: bool) -> list[Finding]:
     """One config field's value. vLLM validates configs with pydantic in lax
     mode, so ``"true"`` or ``"8"`` are coerced: in JSON that is a warning (the
     recipe should write the JSON type), on the dotted command line it is how

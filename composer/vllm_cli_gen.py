@@ -106,7 +106,7 @@ def collect_classes(src: Sources, files: list[str]) -> dict[str, dict]:
 
 def collect_aliases(src: Sources, files: list[str]) -> dict[str, ast.AST]:
     """Module-level type aliases (``CacheDType = Literal[...]``) by name."""
-    out = {}
+    out: dict[str, ast.AST] = {}
     for name in files:
         for node in src.tree(name).body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -115,7 +115,7 @@ def collect_aliases(src: Sources, files: list[str]) -> dict[str, ast.AST]:
                     and "TypeAlias" in ast.unparse(node.annotation):
                 out.setdefault(node.target.id, node.value)
             elif type(node).__name__ == "TypeAlias":  # `type X = ...` (3.12)
-                out.setdefault(node.name.id, node.value)
+                out.setdefault(node.name.id, node.value)  # type: ignore[attr-defined]  # ast.TypeAlias is 3.12+
     return out
 
 
@@ -222,7 +222,7 @@ class Types:
 def _kwargs_source(node: ast.Call, kwargs_vars: dict[str, str], local_dicts: dict[str, tuple]) -> tuple[str | None, str | None, dict]:
     """``(config class, field, explicit keywords)`` of one ``add_argument`` call."""
     cls = field = None
-    explicit = {}
+    explicit: dict[object, ast.expr] = {}
     for kw in node.keywords:
         if kw.arg is not None:
             explicit[kw.arg] = kw.value
@@ -263,7 +263,8 @@ def serve_flags(src: Sources, types: Types, constants: dict[str, str],
         for fn in ast.walk(tree):
             if not (isinstance(fn, ast.FunctionDef) and fn.name in funcs):
                 continue
-            kwargs_vars, local_dicts = {}, {}
+            kwargs_vars: dict[str, str] = {}
+            local_dicts: dict[str, tuple] = {}
             for node in ast.walk(fn):
                 if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                     v = node.value
@@ -324,7 +325,7 @@ def config_fields(types: Types) -> dict[str, dict]:
         if cls in out:
             continue
         fields = {}
-        for name, (ann, doc) in types.fields(cls).items():
+        for name, (ann, _doc) in types.fields(cls).items():
             k = types.kind(ann)
             fields[name] = {key: v for key, v in k.items()}
             if k.get("config") and k["config"] not in out:
@@ -337,8 +338,9 @@ def env_vars(src: Sources) -> list[str]:
     """Keys of ``environment_variables`` in ``vllm/envs.py``."""
     for node in src.tree("vllm/envs.py").body:
         target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
-        if isinstance(target, ast.Name) and target.id == "environment_variables" and isinstance(node.value, ast.Dict):
-            return sorted(k.value for k in node.value.keys if isinstance(k, ast.Constant))
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(target, ast.Name) and target.id == "environment_variables" \
+                and isinstance(node.value, ast.Dict):
+            return sorted(k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
     raise SystemExit("vllm/envs.py: environment_variables not found")
 
 
@@ -348,8 +350,9 @@ def registry_keys(src: Sources, file: str, var: str) -> list[str]:
         return []
     for node in src.tree(file).body:
         target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
-        if isinstance(target, ast.Name) and target.id == var and isinstance(node.value, ast.Dict):
-            return sorted(k.value for k in node.value.keys if isinstance(k, ast.Constant))
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(target, ast.Name) and target.id == var \
+                and isinstance(node.value, ast.Dict):
+            return sorted(k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
     return []
 
 

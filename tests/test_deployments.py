@@ -179,7 +179,7 @@ needs_corpus = pytest.mark.skipif(not CORPUS_ROOT.exists(), reason="shared corpu
 
 
 def corpus_plan(rid, query):
-    from composer.api import compose, compose_page, make_context
+    from composer.api import compose_page, make_context
     from composer.loader import load_catalog, load_recipe
     return compose_page(make_context(rid, load_recipe(CORPUS_ROOT, rid), load_catalog(CORPUS_ROOT)), query)
 

@@ -267,8 +267,8 @@ def check_manifests(plan: dict) -> None:
             """The plan's text with its placeholders as this pod sees them: its
             own address, the group leader's, or the parameter env var."""
             def one(m):
-                name = m.group(0)[1:]
-                return ip if own else leader if name in head else env[name]
+                name = m.group(0)[1:]  # noqa: B023 - want() is called within the iteration that defines it
+                return ip if own else leader if name in head else env[name]  # noqa: B023
             return PLACEHOLDER_RE.sub(one, text)
 
         assert executed_argv(vllm, env) == [want(t) for t in cmd["argv"]], (pool, g, i)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 from jinja2 import FileSystemLoader
 
 from composer.api import compose_page, make_context

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from composer.api import compose, compose_page
+from composer.api import compose_page
 
 HARDWARE = ("h100", "h200", "b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x")
 FEATURES = ("tool_calling", "reasoning", "spec_decoding", "text_only")

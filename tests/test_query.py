@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from composer.api import compose, compose_page
+from composer.api import compose_page
 from composer.query import MAX_QUERY_LEN, parse_query
 
 DEFAULT = {"hardware": "b300", "variant": "default", "strategy": "single_node_tp", "nodes": 1,

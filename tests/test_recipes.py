@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 import build
-from composer.api import compose, compose_page, make_context
+from composer.api import compose_page, make_context
 from composer.loader import load_catalog, load_recipe, recipe_paths
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -158,6 +158,8 @@ def test_dotted_option_without_value_is_refused(tmp_path):
     (["--tool-call-parser", "hermess"], "did you mean hermes"),
     (["--speculative-config", '{"num_speculative_tokens": "x"}'], "must be a number"),
     (["--speculative-config", '{"modle": "a/b"}'], "no field 'modle'"),
+    (["--speculative-config", '{"num_speculative_tokens": ' + "9" * 5000 + "}"], "does not parse (Exceeds the limit"),
+    (["--hf-overrides", '{"n": ' + "9" * 5000 + "}"], "does not parse (Exceeds the limit"),
     (["--max-model-len", "'32768'"], "carries its own quotes"),
     (["--served-model-name", "k3 --port 9000"], "holds another flag"),
     (["--no-headless"], "cannot be negated"),

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable, Literal, Optional
 
 from composer.context import RecipeContext
+from composer.dimensions import Selection
 from composer.outputs import Artifact, Command, Output
 
 
@@ -27,7 +28,7 @@ class FormInput:
     processes, capacity checks and summary, and whether the plan is blocked."""
 
     ctx: RecipeContext
-    sel: object
+    sel: Selection
     commands: tuple[Command, ...]
     companions: tuple
     capacity: tuple
@@ -63,7 +64,8 @@ class OutputForm:
 
 from composer.forms import docker, kubernetes, pip  # noqa: E402  (each module declares its FORM)
 
-FORMS: dict[str, OutputForm] = {f.id: f for f in (pip.FORM, docker.FORM, kubernetes.FORM)}
+_REGISTERED: tuple[OutputForm, ...] = (pip.FORM, docker.FORM, kubernetes.FORM)
+FORMS: dict[str, OutputForm] = {f.id: f for f in _REGISTERED}
 """The registry, in the order the page offers the forms."""
 
 
@@ -110,6 +112,5 @@ def details(inp: FormInput, every: bool) -> dict[str, object]:
     """``{plan key: structured result}`` of the forms that have one: every
     such form (``every``: the CLI and the JSON API), else only the selected
     one (the page writes no YAML nobody sees)."""
-    sel_form = getattr(inp.sel, "form", None)
     return {f.plan_key: f.detail(inp) for f in FORMS.values()
-            if f.plan_key and f.detail and (every or f.id == sel_form)}
+            if f.plan_key and f.detail and (every or f.id == inp.sel.form)}

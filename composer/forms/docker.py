@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from composer.forms import OutputForm
 
-FORM = OutputForm(
+FORM: OutputForm = OutputForm(
     id="docker", label="Docker",
     describe=lambda image: f"Run each command in the {image} container." if image else "",
     needs_image=True, vllm_from="image",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from composer import k8s
 from composer.forms import FormInput, OutputForm
 from composer.outputs import Artifact, Manifests
+from composer.parallel import Layout
 
 
 def manifests(inp: FormInput) -> Manifests:
@@ -25,10 +26,13 @@ def manifests(inp: FormInput) -> Manifests:
         return Manifests(name, "", (), run.docker_reason(ctx, sel.hardware, sel.variant, sel.kv_offload))
     if not inp.commands:
         return Manifests(name, "", (), "The plan has no commands to run.")
-    if sel.prefill:
-        layouts = {p: pool_layout(ctx, sel, p, sel.pool(p).mode, sel.pool(p).nodes) for p in POOLS}
-    else:
-        layouts = {None: layout_for(ctx, sel, sel.nodes)}
+    layouts: dict[str | None, Layout] = {}
+    for p in POOLS if sel.prefill else ():
+        pool = sel.pool(p)
+        assert pool is not None  # a P/D selection has both pools
+        layouts[p] = pool_layout(ctx, sel, p, pool.mode, pool.nodes)
+    if not sel.prefill:
+        layouts[None] = layout_for(ctx, sel, sel.nodes)
     weights = max((c.weights_gb for c in inp.capacity if c.weights_gb), default=None)
     try:
         return k8s.build(ctx, sel, list(inp.commands), list(inp.companions), image, run.brand_key(ctx, sel.hardware),
@@ -47,7 +51,7 @@ def files(inp: FormInput, detail: object) -> tuple[tuple[Artifact, ...], str | N
     return (Artifact(m.file_name, "application/yaml", m.yaml, note=note),), None
 
 
-FORM = OutputForm(
+FORM: OutputForm = OutputForm(
     id="k8s", label="Kubernetes",
     describe=lambda image: (f"Kubernetes manifests running the {image} container: a Deployment for one node, a "
                             "LeaderWorkerSet across nodes, a DisaggregatedSet for P/D.") if image else "",

@@ -1,5 +1,13 @@
-"""Browser fixtures: build the site once, serve it on 127.0.0.1, drive the
-system Chromium (Playwright cannot download its own browsers here)."""
+"""Browser fixtures: build the site once per test process, serve it on
+127.0.0.1, drive the system Chromium (Playwright cannot download its own
+browsers here).
+
+Under pytest-xdist (``make test``) every worker is its own process: session
+fixtures run once per worker, so each worker builds its own site into its own
+temporary folder (``tmp_path_factory`` is per worker) and serves it on its own
+free port. The one thing the workers share is the Pyodide snapshot cache
+(``.cache/snapshots``), which ``build.make_snapshot`` writes by atomic renames
+and checks by digest on reading."""
 
 from __future__ import annotations
 
@@ -28,8 +36,7 @@ def browser_type_launch_args(browser_type_launch_args):
 
 @pytest.fixture(scope="session")
 def site_dir(tmp_path_factory) -> Path:
-    import build
-
+    """The site built from ``recipes/`` into this worker's temporary folder."""
     out = tmp_path_factory.mktemp("site") / "dist"
     build.build(ROOT / "recipes", out)
     return out

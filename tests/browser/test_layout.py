@@ -127,7 +127,7 @@ def test_explain_fits_1280(page, server, theme):
     }""")
     assert [h[0] for h in box["heads"]] == ["Flag or variable", "Value", "Set by", "Replaced"]
     assert box["scroll"] <= box["client"] + 1  # nothing hidden to the right
-    for name, left, right, width in box["heads"]:
+    for name, _left, right, width in box["heads"]:
         assert right <= min(box["wrapRight"], 1280) + 1 and width >= 0.15 * box["width"], name
     # A long JSON value wraps at its commas and colons: a few lines, not one every few characters.
     cell = page.evaluate("""() => {
