@@ -18,7 +18,7 @@ import composer
 
 ROOT = Path(__file__).resolve().parent.parent
 
-PUBLIC = ["compose", "compose_json", "compose_page", "make_context"]
+PUBLIC = ["compose", "compose_page", "make_context"]  # compose_json went with issue 17.5 (called by nothing)
 
 # Build-time modules: never loaded by ``import composer`` (the browser ships
 # without them, and the package docstring promises the loader is not imported).
