@@ -15,8 +15,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from composer import vllm_cli
+
+if TYPE_CHECKING:
+    from composer.keypaths import KeyPath
 
 _FLAG_RE = re.compile(r"^--?[A-Za-z][A-Za-z0-9_.\-]*(=.*)?\Z", re.S)
 _NUMBER_RE = re.compile(r"^-\d+(\.\d+)?([eE][-+]?\d+)?\Z")
@@ -151,10 +155,16 @@ def flag_value(argv: list[str], flag: str) -> str | None:
 
 @dataclass(frozen=True)
 class Source:
-    """Where a value came from: a seed layer name and the recipe key path."""
+    """Where a value came from: a seed layer name and the recipe key path.
+
+    ``path`` is the same key as a typed value (pattern and holes,
+    ``composer.keypaths``) when the layer table made it; Explain words it
+    without parsing ``key`` back. It takes no part in equality.
+    """
 
     layer: str
     key: str
+    path: KeyPath | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         return {"layer": self.layer, "key": self.key}
