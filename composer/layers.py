@@ -18,11 +18,11 @@ own their flags (W11); hidden Advanced knobs are never emitted (W29).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Union
 
-from composer.argv import ArgvBuilder, Source, Unit, parse_tokens
+from composer.argv import ArgvBuilder, EnvBuilder, Source, Unit, parse_tokens
 from composer.context import BUILTIN_ADVANCED, OMNI_STRATEGY, RecipeContext
 from composer.keypaths import KeyPath, KeyPattern, patterns
 from composer.lookup import lookup_blocks, lookup_value
@@ -36,31 +36,6 @@ LAYERS = ("base", "variant", "strategy", "hardware", "advanced", "features", "kv
 """The seed's layer names (``Source.layer``), in order."""
 POOLS = ("prefill", "decode")
 """The P/D pools, as the role blocks of a strategy or override name them."""
-
-
-@dataclass
-class EnvEntry:
-    value: str
-    source: Source
-    replaced: list[tuple[str, Source]] = field(default_factory=list)
-
-
-class EnvBuilder:
-    """Environment with last-writer-wins per name and provenance."""
-
-    def __init__(self) -> None:
-        self.entries: dict[str, EnvEntry] = {}
-
-    def add(self, env: dict[str, str], source: Source) -> None:
-        for k, v in env.items():
-            old = self.entries.pop(k, None)
-            e = EnvEntry(v, source)
-            if old is not None:
-                e.replaced = old.replaced + [(old.value, old.source)]
-            self.entries[k] = e
-
-    def values(self) -> dict[str, str]:
-        return {k: e.value for k, e in self.entries.items()}
 
 
 @dataclass(frozen=True)
