@@ -52,7 +52,7 @@ class KeyPattern:
         """The names of the holes, in order (``("variant", "hw")``)."""
         return self.parts[1::2]
 
-    def path(self, **values: str) -> "KeyPath":
+    def path(self, **values: str) -> KeyPath:
         """This pattern with its holes filled; raises KeyError for a missing hole."""
         return KeyPath(self, tuple((h, str(values[h])) for h in self.holes))
 

@@ -18,16 +18,26 @@ own their flags (W11); hidden Advanced knobs are never emitted (W29).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Union
+from typing import TYPE_CHECKING, Any
 
 from composer.argv import ArgvBuilder, EnvBuilder, Source, Unit, parse_tokens
 from composer.context import BUILTIN_ADVANCED, OMNI_STRATEGY, RecipeContext
 from composer.keypaths import KeyPath, KeyPattern, patterns
 from composer.lookup import lookup_blocks, lookup_value
 from composer.modes import default_mode, mode_block_reason
-from composer.schema import Catalog, Feature, HardwareProfile, Recipe, RoleSpec, Strategy, StrategyOverride, scalar_to_str
+from composer.schema import (
+    Catalog,
+    Feature,
+    HardwareProfile,
+    Recipe,
+    RoleSpec,
+    Strategy,
+    StrategyOverride,
+    scalar_to_str,
+)
 
 if TYPE_CHECKING:
     from composer.layout import Layout
@@ -83,7 +93,7 @@ KV_OPTION = patterns("kv_offload.<kv>", "args", "env")
 KV_STORE_PD = patterns("kv_store/<kv>.pd.<role>", "args")
 KV_STORE = patterns("kv_store/<kv>.vllm", "vllm_args", "env")
 
-Value = Union[tuple, Mapping]
+Value = tuple | Mapping
 """What a key holds: argv tokens (a tuple of str), an env mapping, or (the
 topology) a tuple of ``Unit``."""
 Found = Iterator[tuple[KeyPath, Value]]
@@ -163,6 +173,10 @@ class Layer:
     patterns: tuple[KeyPattern, ...]
     pick: Callable[[Pick], Found]
     every: Callable[[Recipe, Catalog | None], Found]
+
+    def __post_init__(self) -> None:
+        if self.seed not in LAYERS:
+            raise ValueError(f"layer {self.name!r}: seed layer {self.seed!r} is not one of {LAYERS}")
 
 
 @dataclass(frozen=True)
@@ -430,9 +444,10 @@ def _kv_offload(c: Pick) -> Found:
         return
     store = c.ctx.strategy(kv)
     vllm = store.vllm or {}
-    pd_args = store.pd[c.pool].args if c.pool and c.pool in store.pd else None
-    if pd_args:
-        yield KV_STORE_PD[0].path(kv=kv, role=c.pool), tuple(str(x) for x in pd_args)
+    pool = c.pool
+    pd_args = store.pd[pool].args if pool and pool in store.pd else None
+    if pool and pd_args:
+        yield KV_STORE_PD[0].path(kv=kv, role=pool), tuple(str(x) for x in pd_args)
     else:
         yield KV_STORE[0].path(kv=kv), tuple(str(x) for x in vllm.get("vllm_args", []))
     yield KV_STORE[1].path(kv=kv), _kv_store_env(vllm)
@@ -533,7 +548,7 @@ def declared(recipe: Recipe, catalog: Catalog | None = None) -> Iterator[Declare
 
 # ----- features ----------------------------------------------------------------
 
-def feature_args(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str, mode_id: str | None = None) -> tuple[KeyPath, tuple]:
+def feature_args(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str, mode_id: str | None = None) -> tuple[KeyPath, Value]:
     """``(key path, args)`` feature ``fid`` emits on ``hw_id``: a hardware
     override (most specific key wins) replaces the plain args; a moded feature
     emits ``mode_id`` (default: its default mode here, ``composer.modes``)."""
@@ -636,7 +651,7 @@ def _reassert_topology(argv: ArgvBuilder, spec: CommandSpec) -> list[tuple[str |
       mode"): hybrid is only kept for DP layouts, whose nodes all serve their API;
     * followers of a multi-node TP/TEP/PP group always run ``--headless``.
     """
-    displaced = []
+    displaced: list[tuple[str | None, object]] = []
     wanted = {u.key: u for u in spec.topology}
     local = wanted.get("data-parallel-size-local")
     size = wanted.get("data-parallel-size")
