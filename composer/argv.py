@@ -7,7 +7,8 @@ boolean (``argparse.BooleanOptionalAction``). The upstream composer keyed its
 dedupe on the literal token and so emitted both spellings or both booleans
 (upstream-recipe-semantics.md §16 W1–W5). Here one *flag identity* covers all of
 them, and a later layer replaces an earlier one per identity (seed: "a later
-layer wins"), recording what it replaced.
+layer wins"), recording what it replaced. Environment variables follow the same
+rule per name (``EnvBuilder``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING, Mapping
 
 from composer import vllm_cli
+
+if TYPE_CHECKING:
+    from composer.keypaths import KeyPath
 
 _FLAG_RE = re.compile(r"^--?[A-Za-z][A-Za-z0-9_.\-]*(=.*)?\Z", re.S)
 _NUMBER_RE = re.compile(r"^-\d+(\.\d+)?([eE][-+]?\d+)?\Z")
@@ -152,10 +157,16 @@ def flag_value(argv: Sequence[str], flag: str) -> str | None:
 
 @dataclass(frozen=True)
 class Source:
-    """Where a value came from: a seed layer name and the recipe key path."""
+    """Where a value came from: a seed layer name and the recipe key path.
+
+    ``path`` is the same key as a typed value (pattern and holes,
+    ``composer.keypaths``) when the layer table made it; Explain words it
+    without parsing ``key`` back. It takes no part in equality.
+    """
 
     layer: str
     key: str
+    path: KeyPath | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         return {"layer": self.layer, "key": self.key}
@@ -163,15 +174,39 @@ class Source:
 
 @dataclass
 class Entry:
+    """A flag in force: its unit, where it came from, and what it replaced
+    (``(unit, source)``, oldest first)."""
+
     unit: Unit
     source: Source
     replaced: list[tuple[Unit, Source]] = field(default_factory=list)
 
 
+@dataclass
+class EnvEntry:
+    """An environment variable in force: value, source, and what it replaced
+    (``(value, source)``, oldest first)."""
+
+    value: str
+    source: Source
+    replaced: list[tuple[str, Source]] = field(default_factory=list)
+
+
+def _put(entries: dict, key: str, entry, held) -> None:
+    """The one ordering rule of argv and env: a later layer's entry replaces an
+    earlier one with the same identity (flag identity, variable name) *in
+    place*, recording ``(held(old), old.source)`` in its ``replaced`` chain; a
+    new identity goes last. Upstream moved a replaced flag to the end (W7), so
+    re-setting a value reordered the command; here it never does."""
+    old = entries.get(key)
+    if old is not None:
+        entry.replaced = old.replaced + [(held(old), old.source)]
+    entries[key] = entry  # assigning an existing key keeps its position
+
+
 class ArgvBuilder:
     """Accumulates units layer by layer; a later unit replaces an earlier one with
-    the same flag identity in place (the first position is kept, unlike upstream's
-    move-to-last, W7, so an unchanged value never reorders the command).
+    the same flag identity in place (``_put``).
     """
 
     def __init__(self) -> None:
@@ -179,13 +214,7 @@ class ArgvBuilder:
 
     def add(self, units: list[Unit], source: Source) -> None:
         for unit in units:
-            old = self._entries.get(unit.key)
-            entry = Entry(unit, source)
-            if old is not None:
-                entry.replaced = old.replaced + [(old.unit, old.source)]
-            # A flag keeps the position where it first appeared, so re-setting
-            # the same value leaves the command text unchanged.
-            self._entries[unit.key] = entry
+            _put(self._entries, unit.key, Entry(unit, source), lambda e: e.unit)
 
     def add_tokens(self, tokens: Sequence[str], source: Source) -> None:
         self.add(parse_tokens(tokens), source)
@@ -209,3 +238,18 @@ class ArgvBuilder:
         b = ArgvBuilder()
         b._entries = {k: Entry(e.unit, e.source, list(e.replaced)) for k, e in self._entries.items()}
         return b
+
+
+class EnvBuilder:
+    """Environment with last-writer-wins per name and provenance; a replaced
+    variable keeps its place (``_put``, the rule of ``ArgvBuilder``)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, EnvEntry] = {}
+
+    def add(self, env: Mapping[str, str], source: Source) -> None:
+        for k, v in env.items():
+            _put(self.entries, k, EnvEntry(v, source), lambda e: e.value)
+
+    def values(self) -> dict[str, str]:
+        return {k: e.value for k, e in self.entries.items()}

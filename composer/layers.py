@@ -1,9 +1,14 @@
-"""The seed's layer order, for one command.
+"""The seed's layer order, for one command, as a table.
 
 base → variant → strategy → hardware → Advanced → Features → KV offload
-(seed, "Features and Advanced: The Override Order"). Each layer adds argv units
-and env entries; a later layer wins per flag identity / env name and the
-builders record what it replaced (``composer.argv``).
+(seed, "Features and Advanced: The Override Order"). ``TABLE`` lists the
+layers in that order as data: each entry names its layer, the recipe key path
+patterns it reads (``composer.keypaths``) and how to obtain its lists for one
+command (``pick``) or for any selection (``every``). Composing runs the table
+for a selection (``compose_layers``); the every-key mode (``declared``) walks
+every list a recipe declares, which validation and the lint check, under the
+same key paths Explain shows. A later layer wins per flag identity / env name
+and the builders record what it replaced (``composer.argv``).
 
 Deliberate differences from upstream (semantics §16): hardware blocks are
 additive from the least to the most specific key (no block silently replaces
@@ -13,42 +18,34 @@ own their flags (W11); hidden Advanced knobs are never emitted (W29).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-from composer.argv import ArgvBuilder, Source, Unit, parse_tokens
-from composer.context import RecipeContext
-from composer.parallel import Layout
-from composer.lookup import lookup_blocks
+from composer.argv import ArgvBuilder, EnvBuilder, Source, Unit, parse_tokens
+from composer.context import BUILTIN_ADVANCED, OMNI_STRATEGY, RecipeContext
+from composer.keypaths import KeyPath, KeyPattern, patterns
+from composer.lookup import lookup_blocks, lookup_value
 from composer.modes import default_mode, mode_block_reason
-from composer.schema import scalar_to_str
+from composer.schema import (
+    Catalog,
+    Feature,
+    HardwareProfile,
+    Recipe,
+    RoleSpec,
+    Strategy,
+    StrategyOverride,
+    scalar_to_str,
+)
+
+if TYPE_CHECKING:
+    from composer.parallel import Layout
 
 LAYERS = ("base", "variant", "strategy", "hardware", "advanced", "features", "kv_offload")
-
-
-@dataclass
-class EnvEntry:
-    value: str
-    source: Source
-    replaced: list[tuple[str, Source]] = field(default_factory=list)
-
-
-class EnvBuilder:
-    """Environment with last-writer-wins per name and provenance."""
-
-    def __init__(self) -> None:
-        self.entries: dict[str, EnvEntry] = {}
-
-    def add(self, env: Mapping[str, str], source: Source) -> None:
-        for k, v in env.items():
-            old = self.entries.pop(k, None)
-            e = EnvEntry(v, source)
-            if old is not None:
-                e.replaced = old.replaced + [(old.value, old.source)]
-            self.entries[k] = e
-
-    def values(self) -> dict[str, str]:
-        return {k: e.value for k, e in self.entries.items()}
+"""The seed's layer names (``Source.layer``), in order."""
+POOLS = ("prefill", "decode")
+"""The P/D pools, as the role blocks of a strategy or override name them."""
 
 
 @dataclass(frozen=True)
@@ -61,30 +58,500 @@ class CommandSpec:
     pool: str | None = None  # prefill | decode for P/D
 
 
-def feature_arg_sets(ctx: RecipeContext, fid: str) -> list[tuple[str, list[str]]]:
-    """Every ``(key path, args)`` a feature can emit: plain args, modes, overrides."""
-    f = ctx.recipe.features[fid]
-    sets = []
-    if f.args:
-        sets.append((f"features.{fid}.args", list(f.args)))
+TOPOLOGY_SOURCE = "composer: topology"
+"""The key under which the computed topology is reported (not a recipe key)."""
+
+
+# ----- the key path patterns, one per list a layer reads --------------------
+# The last segment of a pattern names the field it reads (``composer.keypaths``).
+
+HW_FIELDS = ("extra_args", "args", "extra_env")
+"""The lists of a hardware block, in the order they are applied."""
+
+BASE = patterns("model", "base_args", "base_env", subject="base")
+VARIANT = patterns("variants.<variant>", "extra_args", "extra_env", subject="variant")
+TEMPLATE = patterns("strategies/<strategy>", "vllm_args", "env")
+TOPOLOGY = KeyPattern(TOPOLOGY_SOURCE + " of <node>", kind="units")
+OMNI_TASK = patterns("omni.tasks[<task>]", "extra_args")
+OMNI_TASK_HW = patterns("omni.tasks[<task>].hardware_overrides.<hw>", "extra_args")
+OMNI_PORT = KeyPattern("omni.port")
+RECIPE_HW = patterns("hardware_overrides.<hw>", *HW_FIELDS, subject="recipe")
+VARIANT_HW = patterns("variants.<variant>.hardware_overrides.<hw>", *HW_FIELDS, subject="variant")
+ROLE_TEMPLATE = patterns("strategies/<strategy>.<role>", "vllm_args", "env")
+OVERRIDE = patterns("strategy_overrides.<strategy>", "extra_args", "vllm_args", "env", "extra_env", subject="strategy_override")
+ROLE_OVERRIDE = patterns("strategy_overrides.<strategy>.<role>", "extra_args", "vllm_args", "env", subject="strategy_override")
+OVERRIDE_HW = patterns("strategy_overrides.<strategy>.hardware_overrides.<hw>", *HW_FIELDS, subject="strategy_override")
+ROLE_OVERRIDE_HW = patterns("strategy_overrides.<strategy>.<role>.hardware_overrides.<hw>", *HW_FIELDS,
+                            subject="strategy_override")
+ADVANCED_OWN = patterns("advanced_options[<index>]", "args")
+ADVANCED_BUILTIN = KeyPattern("advanced.<knob>")
+FEATURE = patterns("features.<feature>", "args")
+FEATURE_HW = patterns("features.<feature>.hardware_overrides.<hw>", "args")
+FEATURE_MODE = patterns("features.<feature>.modes.<mode>", "args")
+FEATURE_MODE_HW = patterns("features.<feature>.modes.<mode>.hardware_overrides.<hw>", "args")
+KV_OPTION = patterns("kv_offload.<kv>", "args", "env")
+KV_STORE_PD = patterns("kv_store/<kv>.pd.<role>", "args")
+KV_STORE = patterns("kv_store/<kv>.vllm", "vllm_args", "env")
+
+Value = tuple | Mapping
+"""What a key holds: argv tokens (a tuple of str), an env mapping, or (the
+topology) a tuple of ``Unit``."""
+Found = Iterator[tuple[KeyPath, Value]]
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One list at its key path, as the every-key walk yields it: the seed
+    layer it is reported under (``Source.layer``), the key and its value."""
+
+    layer: str
+    path: KeyPath
+    value: Value
+
+    @property
+    def key(self) -> str:
+        return self.path.text
+
+    @property
+    def kind(self) -> str:
+        return self.path.kind
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One command of a selection as the layers read it: the recipe context,
+    the selection (``composer.resolve.Selection``, which lives above this
+    module) and the command (None: compose without the topology)."""
+
+    ctx: RecipeContext
+    sel: Any
+    spec: CommandSpec | None
+
+    @property
+    def pool(self) -> str | None:
+        return self.spec.pool if self.spec else None
+
+    @property
+    def hw(self) -> HardwareProfile:
+        return self.ctx.hw(self.sel.hardware)
+
+    @property
+    def so(self) -> StrategyOverride | None:
+        return self.ctx.recipe.strategy_overrides.get(self.sel.strategy)
+
+    @property
+    def role_so(self) -> RoleSpec | None:
+        so, pool = self.so, self.pool
+        return getattr(so, pool, None) if (so is not None and pool) else None
+
+    def blocks(self, mapping) -> list:
+        """``(key, block)`` of a hardware-keyed map for this hardware, least specific first."""
+        return lookup_blocks(mapping, self.sel.hardware, self.hw)
+
+    @cached_property
+    def enabled(self) -> list[str]:
+        """The selected features that emit their args here (``feature_emitted``)."""
+        return [f for f in self.sel.features if feature_emitted(self.ctx, self.sel, f)]
+
+
+def _read(pats: tuple[KeyPattern, ...], block, **holes: Any) -> Found:
+    """Each pattern's list of ``block`` (the field its last segment names)."""
+    for p in pats:
+        yield p.path(**holes), getattr(block, p.field_name)
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One entry of the layer table: ``name``, the seed layer its values are
+    reported under (``seed``, ``Source.layer``), the key path ``patterns`` it
+    reads, what it reads for one command (``pick(Pick)``) and every list it can
+    read whatever the selection (``every(recipe, catalog)``; with no catalogue,
+    only the recipe's own lists). Both yield ``(KeyPath, value)``."""
+
+    name: str
+    seed: str
+    patterns: tuple[KeyPattern, ...]
+    pick: Callable[[Pick], Found]
+    every: Callable[[Recipe, Catalog | None], Found]
+
+    def __post_init__(self) -> None:
+        if self.seed not in LAYERS:
+            raise ValueError(f"layer {self.name!r}: seed layer {self.seed!r} is not one of {LAYERS}")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A table entry that edits the command built so far instead of adding to
+    it: ``apply(Pick, argv)`` returns the displaced ``(feature id or None, Entry)``."""
+
+    name: str
+    apply: Callable[[Pick, ArgvBuilder], list]
+
+
+# ----- base, variant, strategy ---------------------------------------------
+
+def _base(c: Pick) -> Found:
+    yield from _read(BASE, c.ctx.recipe.model)
+
+
+def _base_every(r: Recipe, cat: Catalog | None) -> Found:
+    yield from _read(BASE, r.model)
+
+
+def _variant(c: Pick) -> Found:
+    yield from _read(VARIANT, c.ctx.variant(c.sel.variant), variant=c.sel.variant)
+
+
+def _variant_every(r: Recipe, cat: Catalog | None) -> Found:
+    for vid, v in r.variants.items():
+        yield from _read(VARIANT, v, variant=vid)
+
+
+def _template(c: Pick) -> Found:
+    """The strategy's template args; a P/D pool reads its role's instead."""
+    if not c.pool:
+        yield from _read(TEMPLATE, c.ctx.strategy(c.sel.strategy), strategy=c.sel.strategy)
+
+
+def _serving_strategies(cat: Catalog | None) -> list[tuple[str, Strategy]]:
+    """Every serving strategy of the catalogue (KV stores left out), vLLM-Omni's included."""
+    if cat is None:
+        return []
+    found = {OMNI_STRATEGY.name: OMNI_STRATEGY} | dict(cat.strategies)
+    return [(sid, st) for sid, st in found.items() if st.deploy_type != "kv_store_lb"]
+
+
+def _template_every(r: Recipe, cat: Catalog | None) -> Found:
+    for sid, st in _serving_strategies(cat):
+        yield from _read(TEMPLATE, st, strategy=sid)
+
+
+def _topology(c: Pick) -> Found:
+    """The computed topology units of this node (``CommandSpec.topology``)."""
+    if c.spec is not None:
+        yield TOPOLOGY.path(node=_node_name(c.spec)), tuple(c.spec.topology)
+
+
+def _nothing(r: Recipe, cat: Catalog | None) -> Found:
+    """No list of any file: the composer computes this layer."""
+    return iter(())
+
+
+def _omni(c: Pick) -> Found:
+    """vLLM-Omni: the task's extra args (refined for the exact hardware id) and
+    the recipe's ``omni.port`` (semantics §14)."""
+    if c.ctx.strategy(c.sel.strategy).kind != "omni":
+        return
+    task = c.ctx.omni_task(c.sel.task)
+    if task is not None:
+        i = c.ctx.omni_tasks().index(task)
+        yield from _read(OMNI_TASK, task, task=i)
+        block = task.hardware_overrides.get(c.sel.hardware)
+        if block is not None:
+            yield from _read(OMNI_TASK_HW, block, task=i, hw=c.sel.hardware)
+    yield from _omni_port(c.ctx.recipe)
+
+
+def _omni_port(r: Recipe) -> Found:
+    if r.omni and r.omni.port:
+        yield OMNI_PORT.path(), ("--port", str(r.omni.port))
+
+
+def _omni_every(r: Recipe, cat: Catalog | None) -> Found:
+    for i, task in enumerate(r.omni.tasks if r.omni else ()):
+        yield from _read(OMNI_TASK, task, task=i)
+        for hk, block in task.hardware_overrides.items():
+            yield from _read(OMNI_TASK_HW, block, task=i, hw=hk)
+    yield from _omni_port(r)
+
+
+# ----- hardware, then what is specific to the strategy and P/D role ---------
+
+def _recipe_hw(c: Pick) -> Found:
+    """The recipe's hardware blocks, least → most specific. A strategy-level
+    block that declares args for the same key replaces the recipe-level one for
+    this strategy (issue 10: written to drop a flag)."""
+    so = c.so
+    replaced = {k for k, b in (so.hardware_overrides.items() if so is not None else ()) if b.extra_args or b.args}
+    for key, block in c.blocks(c.ctx.recipe.hardware_overrides):
+        if key not in replaced:
+            yield from _read(RECIPE_HW, block, hw=key)
+
+
+def _recipe_hw_every(r: Recipe, cat: Catalog | None) -> Found:
+    for hk, block in r.hardware_overrides.items():
+        yield from _read(RECIPE_HW, block, hw=hk)
+
+
+def _variant_hw(c: Pick) -> Found:
+    for key, block in c.blocks(c.ctx.variant(c.sel.variant).hardware_overrides):
+        yield from _read(VARIANT_HW, block, variant=c.sel.variant, hw=key)
+
+
+def _variant_hw_every(r: Recipe, cat: Catalog | None) -> Found:
+    for vid, v in r.variants.items():
+        for hk, block in v.hardware_overrides.items():
+            yield from _read(VARIANT_HW, block, variant=vid, hw=hk)
+
+
+def _role_template(c: Pick) -> Found:
+    """A P/D pool's template args and env (its multi-node-NVLink tuning only
+    where the hardware has such a domain, ``_gate_env``)."""
+    role = getattr(c.ctx.strategy(c.sel.strategy), c.pool) if c.pool else None
+    if role is not None:
+        args, env = ROLE_TEMPLATE
+        holes = {"strategy": c.sel.strategy, "role": c.pool}
+        yield args.path(**holes), role.vllm_args
+        yield env.path(**holes), _gate_env(c.ctx, c.sel.hardware, role.env)
+
+
+def _role_template_every(r: Recipe, cat: Catalog | None) -> Found:
+    for sid, st in _serving_strategies(cat):
+        for pool in POOLS:
+            if getattr(st, pool) is not None:
+                yield from _read(ROLE_TEMPLATE, getattr(st, pool), strategy=sid, role=pool)
+
+
+def _override(c: Pick) -> Found:
+    if c.so is not None:
+        yield from _read(OVERRIDE, c.so, strategy=c.sel.strategy)
+
+
+def _override_every(r: Recipe, cat: Catalog | None) -> Found:
+    for sid, so in r.strategy_overrides.items():
+        yield from _read(OVERRIDE, so, strategy=sid)
+
+
+def _role_override(c: Pick) -> Found:
+    if c.role_so is not None:
+        yield from _read(ROLE_OVERRIDE, c.role_so, strategy=c.sel.strategy, role=c.pool)
+
+
+def _roles(r: Recipe) -> Iterator[tuple[str, str, RoleSpec]]:
+    """``(strategy id, pool, role block)`` of every P/D role override."""
+    for sid, so in r.strategy_overrides.items():
+        for pool in POOLS:
+            if getattr(so, pool) is not None:
+                yield sid, pool, getattr(so, pool)
+
+
+def _role_override_every(r: Recipe, cat: Catalog | None) -> Found:
+    for sid, pool, role in _roles(r):
+        yield from _read(ROLE_OVERRIDE, role, strategy=sid, role=pool)
+
+
+def _override_hw(c: Pick) -> Found:
+    if c.so is not None:
+        for key, block in c.blocks(c.so.hardware_overrides):
+            yield from _read(OVERRIDE_HW, block, strategy=c.sel.strategy, hw=key)
+
+
+def _override_hw_every(r: Recipe, cat: Catalog | None) -> Found:
+    for sid, so in r.strategy_overrides.items():
+        for hk, block in so.hardware_overrides.items():
+            yield from _read(OVERRIDE_HW, block, strategy=sid, hw=hk)
+
+
+def _role_override_hw(c: Pick) -> Found:
+    if c.role_so is not None:
+        for key, block in c.blocks(c.role_so.hardware_overrides):
+            yield from _read(ROLE_OVERRIDE_HW, block, strategy=c.sel.strategy, role=c.pool, hw=key)
+
+
+def _role_override_hw_every(r: Recipe, cat: Catalog | None) -> Found:
+    for sid, pool, role in _roles(r):
+        for hk, block in role.hardware_overrides.items():
+            yield from _read(ROLE_OVERRIDE_HW, block, strategy=sid, role=pool, hw=hk)
+
+
+# ----- Advanced, Features, KV offload ----------------------------------------
+
+def _advanced(c: Pick) -> Found:
+    """The selected Advanced knobs visible for the strategy
+    (``RecipeContext.advanced_knobs``): the recipe's own under
+    ``advanced_options[i].args`` (the later of equal ids wins, as there), the
+    built-ins under ``advanced.<id>``."""
+    knobs = {k.id: k for k in c.ctx.advanced_knobs(c.sel.strategy)}
+    own = {o.id: i for i, o in enumerate(c.ctx.recipe.advanced_options)}
+    for aid in c.sel.advanced:
+        if aid in own:
+            yield from _read(ADVANCED_OWN, c.ctx.recipe.advanced_options[own[aid]], index=own[aid])
+        elif aid in knobs:
+            yield ADVANCED_BUILTIN.path(knob=aid), tuple(knobs[aid].args)
+
+
+def _advanced_every(r: Recipe, cat: Catalog | None) -> Found:
+    for i, opt in enumerate(r.advanced_options):
+        yield from _read(ADVANCED_OWN, opt, index=i)
+    if cat is not None:
+        for kid, _label, args, *_ in BUILTIN_ADVANCED:
+            yield ADVANCED_BUILTIN.path(knob=kid), tuple(args)
+
+
+def _features(c: Pick) -> Found:
+    """Each enabled feature's args (``feature_args``), in the order selected."""
+    for fid in c.enabled:
+        yield feature_args(c.ctx, fid, c.sel.hardware, c.sel.variant, c.sel.mode(fid))
+
+
+def _feature_every(fid: str, f: Feature) -> Found:
+    """Every list feature ``fid`` can emit: plain args, hardware blocks, modes."""
+    yield from _read(FEATURE, f, feature=fid)
     for hk, block in f.hardware_overrides.items():
-        if block.args:
-            sets.append((f"features.{fid}.hardware_overrides.{hk}.args", list(block.args)))
+        yield from _read(FEATURE_HW, block, feature=fid, hw=hk)
     for mk, mode in (f.modes or {}).items():
-        if mode.args:
-            sets.append((f"features.{fid}.modes.{mk}.args", list(mode.args)))
+        yield from _read(FEATURE_MODE, mode, feature=fid, mode=mk)
         for hk, block in mode.hardware_overrides.items():
-            if block.args:
-                sets.append((f"features.{fid}.modes.{mk}.hardware_overrides.{hk}.args", list(block.args)))
-    return sets
+            yield from _read(FEATURE_MODE_HW, block, feature=fid, mode=mk, hw=hk)
 
 
-def feature_args(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str, mode_id: str | None = None) -> tuple[str, list[str]]:
-    """``(recipe key path, args)`` feature ``fid`` emits on ``hw_id``: a hardware
+def _features_every(r: Recipe, cat: Catalog | None) -> Found:
+    for fid, f in r.features.items():
+        yield from _feature_every(fid, f)
+
+
+def _remove_unowned(c: Pick, argv: ArgvBuilder) -> list:
+    """A feature that is off removes the settings it owns (``owned_units``)
+    even when another layer emits them (upstream W11: K3's AMD block kept
+    --reasoning-parser on); a setting an enabled feature also owns stays."""
+    removed = []
+    enabled_owned = set().union(*(owned_units(c.ctx, f) for f in c.enabled)) if c.enabled else set()
+    for fid in c.ctx.recipe.features:
+        if fid in c.enabled:
+            continue
+        for unit in sorted(owned_units(c.ctx, fid) - enabled_owned, key=lambda u: u.key):
+            entry = argv.get(unit.key)
+            if entry is not None and entry.unit == unit and entry.source.layer != "features":
+                argv.remove(unit.key)
+                removed.append((fid, entry))
+    return removed
+
+
+def _kv_store_env(vllm: Mapping) -> dict[str, str]:
+    return {str(k): str(scalar_to_str(v)) for k, v in (vllm.get("env") or {}).items()}
+
+
+def _kv_offload(c: Pick) -> Found:
+    """A taxonomy KV offload option's args and env; or a KV store's: its P/D
+    form for a pool that has one (a MultiConnector keeps P/D's NIXL transfer),
+    else its ``vllm`` args; then its env."""
+    kv = c.sel.kv_offload
+    if not kv:
+        return
+    opt = c.ctx.catalog.taxonomy.kv_offload.get(kv)
+    if opt is not None:
+        yield from _read(KV_OPTION, opt, kv=kv)
+        return
+    store = c.ctx.strategy(kv)
+    vllm = store.vllm or {}
+    pool = c.pool
+    pd_args = store.pd[pool].args if pool and pool in store.pd else None
+    if pool and pd_args:
+        yield KV_STORE_PD[0].path(kv=kv, role=pool), tuple(str(x) for x in pd_args)
+    else:
+        yield KV_STORE[0].path(kv=kv), tuple(str(x) for x in vllm.get("vllm_args", []))
+    yield KV_STORE[1].path(kv=kv), _kv_store_env(vllm)
+
+
+def _kv_offload_every(r: Recipe, cat: Catalog | None) -> Found:
+    if cat is None:
+        return
+    for kv, opt in cat.taxonomy.kv_offload.items():
+        yield from _read(KV_OPTION, opt, kv=kv)
+    for kv, store in cat.strategies.items():
+        if store.deploy_type == "kv_store_lb":
+            for pool, form in store.pd.items():
+                yield KV_STORE_PD[0].path(kv=kv, role=pool), tuple(str(x) for x in form.args)
+            vllm = store.vllm or {}
+            yield KV_STORE[0].path(kv=kv), tuple(str(x) for x in vllm.get("vllm_args", []))
+            yield KV_STORE[1].path(kv=kv), _kv_store_env(vllm)
+
+
+def _reassert(c: Pick, argv: ArgvBuilder) -> list:
+    return _reassert_topology(argv, c.spec) if c.spec is not None else []
+
+
+# ----- the table -------------------------------------------------------------
+
+TABLE: tuple[Layer | Rule, ...] = (
+    Layer("base", "base", BASE, _base, _base_every),
+    Layer("variant", "variant", VARIANT, _variant, _variant_every),
+    Layer("strategy template", "strategy", TEMPLATE, _template, _template_every),
+    Layer("topology", "strategy", (TOPOLOGY,), _topology, _nothing),
+    Layer("vLLM-Omni task", "strategy", OMNI_TASK + OMNI_TASK_HW + (OMNI_PORT,), _omni, _omni_every),
+    Layer("recipe hardware", "hardware", RECIPE_HW, _recipe_hw, _recipe_hw_every),
+    Layer("variant hardware", "hardware", VARIANT_HW, _variant_hw, _variant_hw_every),
+    Layer("P/D role template", "strategy", ROLE_TEMPLATE, _role_template, _role_template_every),
+    Layer("strategy override", "strategy", OVERRIDE, _override, _override_every),
+    Layer("P/D role override", "strategy", ROLE_OVERRIDE, _role_override, _role_override_every),
+    Layer("strategy hardware", "hardware", OVERRIDE_HW, _override_hw, _override_hw_every),
+    Layer("P/D role hardware", "hardware", ROLE_OVERRIDE_HW, _role_override_hw, _role_override_hw_every),
+    Layer("Advanced", "advanced", ADVANCED_OWN + (ADVANCED_BUILTIN,), _advanced, _advanced_every),
+    Layer("features", "features", FEATURE + FEATURE_HW + FEATURE_MODE + FEATURE_MODE_HW, _features, _features_every),
+    Rule("feature-owned settings removal", _remove_unowned),
+    Layer("KV offload", "kv_offload", KV_OPTION + KV_STORE_PD + KV_STORE, _kv_offload, _kv_offload_every),
+    Rule("topology re-assertion", _reassert),
+)
+"""The seed's layer order as data (seed, "Features and Advanced: The Override
+Order"; in the spirit of pydantic-settings' ordered sources): a later entry
+wins per flag identity / env name. Within the seed's strategy and hardware
+layers the order is finer: the strategy's template and the computed topology
+first, then the recipe-wide hardware blocks, then what is specific to this
+strategy and P/D role — its template, the recipe's overrides and their
+hardware blocks — so a decode pool's --no-enable-prefix-caching is not undone
+by the recipe's Blackwell block. The two rules edit what came before."""
+
+
+def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layout | None = None):
+    """Build argv units and env for one command of selection ``sel`` by
+    running ``TABLE`` in order.
+
+    ``spec`` carries the topology units (None: compose without them, e.g. to read
+    the gpu-memory-utilization in force before the node count is known).
+    Returns ``(ArgvBuilder, EnvBuilder, removed)``; ``removed`` lists
+    ``(feature id or None, Entry)`` for flags dropped because their feature is
+    off or the topology displaced them. ``lay`` is not read.
+    Raises ``composer.argv.ArgvError`` on malformed recipe args.
+    """
+    pick = Pick(ctx, sel, spec)
+    argv, env = ArgvBuilder(), EnvBuilder()
+    removed: list = []
+    for step in TABLE:
+        if isinstance(step, Rule):
+            removed += step.apply(pick, argv)
+            continue
+        for path, value in step.pick(pick):
+            source = Source(step.seed, path.text, path)
+            if path.kind == "env":
+                env.add(dict(value), source)
+            elif path.kind == "units":
+                argv.add(list(value), source)
+            else:
+                argv.add_tokens(list(value), source)
+    return argv, env, removed
+
+
+def declared(recipe: Recipe, catalog: Catalog | None = None) -> Iterator[Declared]:
+    """The every-key mode of ``TABLE``: every list the recipe declares, at the
+    key path composing names it under, whatever the selection (empty lists of
+    a declared block included, so every block's key is seen). With a
+    ``catalog``, also what the catalogue's strategy templates and KV offload
+    options and the composer's built-in Advanced knobs can add. Validation,
+    the lint (``composer.validate``) and the owned settings of a feature walk
+    this; Explain names the same paths because composing runs the same table.
+    The topology is computed, never declared."""
+    for step in TABLE:
+        if isinstance(step, Layer):
+            for path, value in step.every(recipe, catalog):
+                yield Declared(step.seed, path, value)
+
+
+# ----- features ----------------------------------------------------------------
+
+def feature_args(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str, mode_id: str | None = None) -> tuple[KeyPath, Value]:
+    """``(key path, args)`` feature ``fid`` emits on ``hw_id``: a hardware
     override (most specific key wins) replaces the plain args; a moded feature
     emits ``mode_id`` (default: its default mode here, ``composer.modes``)."""
-    from composer.lookup import lookup_value
-
     hw = ctx.hw(hw_id)
     f = ctx.recipe.features[fid]
     if f.modes:
@@ -93,12 +560,12 @@ def feature_args(ctx: RecipeContext, fid: str, hw_id: str, variant_id: str, mode
         mode = f.modes[mode_id]
         found = lookup_value({k: b for k, b in mode.hardware_overrides.items() if b.args}, hw_id, hw)
         if found:
-            return f"features.{fid}.modes.{mode_id}.hardware_overrides.{found[0]}.args", list(found[1].args)
-        return f"features.{fid}.modes.{mode_id}.args", list(mode.args)
+            return next(_read(FEATURE_MODE_HW, found[1], feature=fid, mode=mode_id, hw=found[0]))
+        return next(_read(FEATURE_MODE, mode, feature=fid, mode=mode_id))
     found = lookup_value({k: b for k, b in f.hardware_overrides.items() if b.args}, hw_id, hw)
     if found:
-        return f"features.{fid}.hardware_overrides.{found[0]}.args", list(found[1].args)
-    return f"features.{fid}.args", list(f.args)
+        return next(_read(FEATURE_HW, found[1], feature=fid, hw=found[0]))
+    return next(_read(FEATURE, f, feature=fid))
 
 
 def feature_emitted(ctx: RecipeContext, sel, fid: str) -> bool:
@@ -111,140 +578,24 @@ def feature_emitted(ctx: RecipeContext, sel, fid: str) -> bool:
 
 
 def owned_units(ctx: RecipeContext, fid: str) -> frozenset[Unit]:
-    """Flag settings a feature owns: those (flag and value) present in every arg
-    set it can emit. Spec decoding owns its ``--speculative-config`` value, not
-    the ``--max-num-seqs`` cap only its AMD override sets; a context-length
-    feature does not own the base ``--max-model-len`` it replaces."""
+    """Flag settings a feature owns: those (flag and value) present in every
+    non-empty arg list it can emit (``_feature_every``). Spec decoding owns its
+    ``--speculative-config`` value, not the ``--max-num-seqs`` cap only its AMD
+    override sets; a context-length feature does not own the base
+    ``--max-model-len`` it replaces."""
     cache = ctx.__dict__.setdefault("_owned_units", {})
     if fid not in cache:
         units = None
-        for _, args in feature_arg_sets(ctx, fid):
+        for _, args in _feature_every(fid, ctx.recipe.features[fid]):
+            if not args:
+                continue
             try:
-                found = set(parse_tokens(args))
+                found = set(parse_tokens(list(args)))
             except ValueError:
                 continue
             units = found if units is None else units & found
         cache[fid] = frozenset(units or ())
     return cache[fid]
-
-
-def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layout | None):
-    """Build argv units and env for one command of selection ``sel``.
-
-    ``spec`` carries the topology units (None: compose without them, e.g. to read
-    the gpu-memory-utilization in force before the node count is known).
-    Returns ``(ArgvBuilder, EnvBuilder, removed)``; ``removed`` lists
-    ``(feature id, Entry)`` for flags dropped because their feature is off.
-    Raises ``composer.argv.ArgvError`` on malformed recipe args.
-    """
-    r = ctx.recipe
-    hw_id, hw = sel.hardware, ctx.hw(sel.hardware)
-    sid = sel.strategy
-    strat = ctx.strategy(sid)
-    so = r.strategy_overrides.get(sid)
-    pool = spec.pool if spec else None
-    variant = ctx.variant(sel.variant)
-    vkey = f"variants.{sel.variant}"
-    argv, env = ArgvBuilder(), EnvBuilder()
-
-    # 1 base
-    argv.add_tokens(r.model.base_args, Source("base", "model.base_args"))
-    env.add(r.model.base_env, Source("base", "model.base_env"))
-    # 2 variant
-    argv.add_tokens(variant.extra_args, Source("variant", f"{vkey}.extra_args"))
-    env.add(variant.extra_env, Source("variant", f"{vkey}.extra_env"))
-    # 3 strategy: the strategy's template args and the computed topology
-    skey = f"strategies/{sid}"
-    role = getattr(strat, pool) if pool else None
-    role_so = getattr(so, pool, None) if (so is not None and pool) else None
-    if not pool:
-        argv.add_tokens(strat.vllm_args, Source("strategy", f"{skey}.vllm_args"))
-        env.add(strat.env, Source("strategy", f"{skey}.env"))
-    if spec is not None:
-        argv.add(list(spec.topology), Source("strategy", f"{TOPOLOGY_SOURCE} of {_node_name(spec)}"))
-    if strat.kind == "omni":
-        _omni_layer(ctx, sel, argv)
-    # 4 hardware, recipe-wide: recipe and variant blocks, least → most specific.
-    # A strategy-level block that declares args for the same key replaces the
-    # recipe-level one for this strategy (issue 10: written to drop a flag).
-    replaced = {k for k, b in (so.hardware_overrides.items() if so is not None else ()) if b.extra_args or b.args}
-    for prefix, blocks in (("hardware_overrides", r.hardware_overrides), (f"{vkey}.hardware_overrides", variant.hardware_overrides)):
-        for key, block in lookup_blocks(blocks, hw_id, hw):
-            if prefix == "hardware_overrides" and key in replaced:
-                continue
-            _hardware_block(argv, env, f"{prefix}.{key}", block)
-    # ... then what is specific to this strategy and P/D role wins over them:
-    # the role's template args, the recipe's strategy and role overrides, and
-    # their hardware blocks (a decode pool's --no-enable-prefix-caching is not
-    # undone by the recipe's Blackwell block).
-    if role is not None:
-        argv.add_tokens(role.vllm_args, Source("strategy", f"{skey}.{pool}.vllm_args"))
-        env.add(_gate_env(ctx, hw_id, role.env), Source("strategy", f"{skey}.{pool}.env"))
-    if so is not None:
-        okey = f"strategy_overrides.{sid}"
-        argv.add_tokens(so.extra_args, Source("strategy", f"{okey}.extra_args"))
-        argv.add_tokens(so.vllm_args, Source("strategy", f"{okey}.vllm_args"))
-        env.add(so.env, Source("strategy", f"{okey}.env"))
-        env.add(so.extra_env, Source("strategy", f"{okey}.extra_env"))
-        if role_so is not None:
-            argv.add_tokens(role_so.extra_args, Source("strategy", f"{okey}.{pool}.extra_args"))
-            argv.add_tokens(role_so.vllm_args, Source("strategy", f"{okey}.{pool}.vllm_args"))
-            env.add(role_so.env, Source("strategy", f"{okey}.{pool}.env"))
-        for key, block in lookup_blocks(so.hardware_overrides, hw_id, hw):
-            _hardware_block(argv, env, f"{okey}.hardware_overrides.{key}", block)
-        if role_so is not None:
-            for key, block in lookup_blocks(role_so.hardware_overrides, hw_id, hw):
-                _hardware_block(argv, env, f"{okey}.{pool}.hardware_overrides.{key}", block)
-    # 5 advanced
-    knobs = {k.id: k for k in ctx.advanced_knobs(sid)}
-    for aid in sel.advanced:
-        if aid in knobs:
-            argv.add_tokens(knobs[aid].args, Source("advanced", knobs[aid].key))
-    # 6 features
-    enabled = [f for f in sel.features if feature_emitted(ctx, sel, f)]
-    for fid in enabled:
-        key, args = feature_args(ctx, fid, hw_id, sel.variant, sel.mode(fid))
-        argv.add_tokens(args, Source("features", key))
-    # A feature that is off removes the settings it owns even when another layer
-    # emits them (upstream W11: K3's AMD block kept --reasoning-parser on).
-    removed: list[tuple[str | None, object]] = []
-    enabled_owned = set().union(*(owned_units(ctx, f) for f in enabled)) if enabled else set()
-    for fid in r.features:
-        if fid in enabled:
-            continue
-        for unit in sorted(owned_units(ctx, fid) - enabled_owned, key=lambda u: u.key):
-            entry = argv.get(unit.key)
-            if entry is not None and entry.unit == unit and entry.source.layer != "features":
-                argv.remove(unit.key)
-                removed.append((fid, entry))
-    # 7 KV offload
-    kv = sel.kv_offload
-    if kv:
-        opt = ctx.catalog.taxonomy.kv_offload.get(kv)
-        if opt is not None:
-            argv.add_tokens(opt.args, Source("kv_offload", f"kv_offload.{kv}.args"))
-            env.add(opt.env, Source("kv_offload", f"kv_offload.{kv}.env"))
-        else:
-            store = ctx.strategy(kv)
-            vllm = store.vllm or {}
-            pd_args = store.pd[pool].args if pool and pool in store.pd else None
-            if pd_args:
-                # P/D keeps its NIXL transfer: a MultiConnector combines it with the store.
-                argv.add_tokens([str(x) for x in pd_args], Source("kv_offload", f"kv_store/{kv}.pd.{pool}.args"))
-            else:
-                argv.add_tokens([str(x) for x in vllm.get("vllm_args", [])], Source("kv_offload", f"kv_store/{kv}.vllm.vllm_args"))
-            env.add({str(k): str(scalar_to_str(v)) for k, v in (vllm.get("env") or {}).items()}, Source("kv_offload", f"kv_store/{kv}.vllm.env"))
-    if spec is not None:
-        removed += _reassert_topology(argv, spec)
-    return argv, env, removed
-
-
-def _hardware_block(argv: ArgvBuilder, env: EnvBuilder, prefix: str, block) -> None:
-    """One hardware block; each list under its own key path (the lint and
-    Explain name the same one)."""
-    argv.add_tokens(block.extra_args, Source("hardware", f"{prefix}.extra_args"))
-    argv.add_tokens(block.args, Source("hardware", f"{prefix}.args"))
-    env.add(block.extra_env, Source("hardware", f"{prefix}.extra_env"))
 
 
 MNNVL_ENV = frozenset({"NCCL_MNNVL_ENABLE", "NCCL_NVLS_ENABLE", "NCCL_CUMEM_ENABLE", "UCX_NET_DEVICES"})
@@ -260,20 +611,6 @@ def _gate_env(ctx: RecipeContext, hw_id: str, env) -> dict:
     return {k: v for k, v in env.items() if k not in MNNVL_ENV}
 
 
-def _omni_layer(ctx: RecipeContext, sel, argv: ArgvBuilder) -> None:
-    """vLLM-Omni: the task's extra args (refined per hardware) and the recipe's
-    ``omni.port`` (semantics §14)."""
-    task = ctx.omni_task(sel.task)
-    if task is not None:
-        i = ctx.omni_tasks().index(task)
-        argv.add_tokens(task.extra_args, Source("strategy", f"omni.tasks[{i}].extra_args"))
-        block = task.hardware_overrides.get(sel.hardware)
-        if block is not None:
-            argv.add_tokens(block.extra_args, Source("strategy", f"omni.tasks[{i}].hardware_overrides.{sel.hardware}.extra_args"))
-    if ctx.recipe.omni and ctx.recipe.omni.port:
-        argv.add_tokens(["--port", str(ctx.recipe.omni.port)], Source("strategy", "omni.port"))
-
-
 TOPOLOGY_KEYS = frozenset({
     "tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size", "data-parallel-size-local",
     "data-parallel-address", "data-parallel-rpc-port", "data-parallel-start-rank", "nnodes", "node-rank",
@@ -282,7 +619,11 @@ TOPOLOGY_KEYS = frozenset({
 """Flags that describe the parallel layout and rendezvous: the composer computes
 them from the strategy, hardware and node count, and no recipe layer may change
 them afterwards (the summary and the capacity check describe that layout)."""
-TOPOLOGY_SOURCE = "composer: topology"
+
+
+def _topology_source(spec: CommandSpec) -> Source:
+    path = TOPOLOGY.path(node=_node_name(spec))
+    return Source("strategy", path.text, path)
 
 
 def _node_name(spec: CommandSpec) -> str:
@@ -338,5 +679,5 @@ def _reassert_topology(argv: ArgvBuilder, spec: CommandSpec) -> list[tuple[str |
         elif entry.unit != wanted[key] or not entry.source.key.startswith(TOPOLOGY_SOURCE):
             if entry.unit != wanted[key]:
                 displaced.append((None, entry))
-            argv.add([wanted[key]], Source("strategy", f"{TOPOLOGY_SOURCE} of {_node_name(spec)}"))
+            argv.add([wanted[key]], _topology_source(spec))
     return displaced

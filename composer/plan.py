@@ -16,6 +16,7 @@ from composer.argv import ArgvError, Entry, Source, flag_value
 from composer.canonical import canonical_request, pinned_request
 from composer.context import RecipeContext
 from composer.help import flag_help
+from composer.keypaths import KeyPath
 from composer.layers import CommandSpec, compose_layers
 from composer.memory import capacity
 from composer.notices import Notices
@@ -47,10 +48,10 @@ def source_label(ctx: RecipeContext, src: Source) -> str:
     decoding", "Advanced", "the recipe's settings for Hopper GPUs", "the FP8
     checkpoint's settings for MI355X", "the recipe's P/D settings for the
     decode pool"."""
-    if src.layer == "features":
-        return feature_label(ctx, src.key.split(".")[1])
+    if src.layer == "features" and src.path is not None:
+        return feature_label(ctx, src.path.get("feature") or "")
     if src.layer in ("hardware", "strategy", "base", "variant"):
-        return describe_key(ctx, src.key) or LAYER_LABELS[src.layer]
+        return describe_key(ctx, src.path) or LAYER_LABELS[src.layer]
     return LAYER_LABELS.get(src.layer, src.layer)
 
 
@@ -66,30 +67,24 @@ def hardware_key_label(ctx: RecipeContext, key: str) -> str:
     return f"{named.get(key.lower(), key.replace('_', ' ').title())} GPUs"
 
 
-def describe_key(ctx: RecipeContext, key: str) -> str | None:
-    """A recipe key path (``Source.key``) as words, or None when it is not one
-    of the recipe's own blocks."""
-    parts = key.split(".")
-    head = parts[0]
-    role = next((f" for the {p} pool" if p in ("prefill", "decode") else " for the router"
-                 for p in parts[2:3] if p in ("prefill", "decode", "router")), "")
-    hw = ""
-    if "hardware_overrides" in parts:
-        i = parts.index("hardware_overrides")
-        if i + 1 < len(parts) and parts[i + 1] != "default":
-            hw = f"{' on' if role else ' for'} {hardware_key_label(ctx, parts[i + 1])}"
-    if head == "model":
+def describe_key(ctx: RecipeContext, path: KeyPath | None) -> str | None:
+    """A recipe key path (``Source.path``, made by the layer table
+    ``composer.layers.TABLE``) as words, from its pattern's subject and holes;
+    None for keys that are not the recipe's own settings (strategy templates,
+    vLLM-Omni tasks, the computed topology), which their seed layer names."""
+    subject = path.pattern.subject if path is not None else None
+    if path is None or subject is None:
+        return None
+    pool, hw_key = path.get("role"), path.get("hw")
+    role = f" for the {pool} pool" if pool else ""
+    hw = f"{' on' if role else ' for'} {hardware_key_label(ctx, hw_key)}" if hw_key not in (None, "default") else ""
+    if subject == "base":
         return "the recipe's base arguments"
-    if head == "variants" and len(parts) > 1:
-        what = "settings" if hw else "arguments"
-        return f"the {ctx.variant_label(parts[1])} checkpoint's {what}{hw}"
-    if head == "hardware_overrides":
+    if subject == "variant":
+        return f"the {ctx.variant_label(path.get('variant') or '')} checkpoint's {'settings' if hw else 'arguments'}{hw}"
+    if subject == "recipe":
         return f"the recipe's settings{hw}"
-    if head == "strategy_overrides" and len(parts) > 1:
-        return f"the recipe's {ctx.strategy_label(parts[1])} settings{role}{hw}"
-    if head == "strategies" and len(parts) > 1:
-        return f"the {ctx.strategy_label(parts[1])} strategy{role}{hw}"
-    return None
+    return f"the recipe's {ctx.strategy_label(path.get('strategy') or '')} settings{role}{hw}"
 
 
 def _provenance(argv_entries: list[Entry], env) -> tuple[tuple[FlagSource, ...], tuple[EnvSource, ...]]:

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from composer.argv import ArgvError, parse_tokens
+from composer.layers import declared
 from composer.schema import Catalog, Recipe
 
 RECIPE = TypeAdapter(Recipe)
@@ -51,65 +52,24 @@ def recipe_json_schema() -> dict:
     return schema
 
 
-def recipe_lists(recipe: Recipe):
-    """Yield ``(key path, "args" | "env", value)`` for every arg list and env
-    block a recipe declares: the one walker over a recipe's key paths. The
-    checks, the lint and the composer's provenance (``composer.layers``) name
-    the same paths (a test composes each one and compares)."""
-
-    def block(prefix: str, b, args_only: bool = False):
-        if not args_only:
-            yield f"{prefix}.extra_args", "args", b.extra_args
-        yield f"{prefix}.args", "args", b.args
-        if not args_only:
-            yield f"{prefix}.extra_env", "env", b.extra_env
-
-    yield "model.base_args", "args", recipe.model.base_args
-    yield "model.base_env", "env", recipe.model.base_env
-    for vid, v in recipe.variants.items():
-        yield f"variants.{vid}.extra_args", "args", v.extra_args
-        yield f"variants.{vid}.extra_env", "env", v.extra_env
-        for hk, b in v.hardware_overrides.items():
-            yield from block(f"variants.{vid}.hardware_overrides.{hk}", b)
-    for hk, b in recipe.hardware_overrides.items():
-        yield from block(f"hardware_overrides.{hk}", b)
-    for sid, so in recipe.strategy_overrides.items():
-        key = f"strategy_overrides.{sid}"
-        yield f"{key}.extra_args", "args", so.extra_args
-        yield f"{key}.vllm_args", "args", so.vllm_args
-        yield f"{key}.env", "env", so.env
-        yield f"{key}.extra_env", "env", so.extra_env
-        for hk, b in so.hardware_overrides.items():
-            yield from block(f"{key}.hardware_overrides.{hk}", b)
-        for role in ("prefill", "decode"):
-            r = getattr(so, role)
-            if r is None:
-                continue
-            yield f"{key}.{role}.vllm_args", "args", r.vllm_args
-            yield f"{key}.{role}.extra_args", "args", r.extra_args
-            yield f"{key}.{role}.env", "env", r.env
-            for hk, b in r.hardware_overrides.items():
-                yield from block(f"{key}.{role}.hardware_overrides.{hk}", b)
-    for fid, f in recipe.features.items():
-        yield f"features.{fid}.args", "args", f.args
-        for hk, b in f.hardware_overrides.items():
-            yield from block(f"features.{fid}.hardware_overrides.{hk}", b, args_only=True)
-        for mk, m in (f.modes or {}).items():
-            yield f"features.{fid}.modes.{mk}.args", "args", m.args
-            for hk, b in m.hardware_overrides.items():
-                yield from block(f"features.{fid}.modes.{mk}.hardware_overrides.{hk}", b, args_only=True)
-    for i, opt in enumerate(recipe.advanced_options):
-        yield f"advanced_options[{i}].args", "args", opt.args
-
-
 def arg_lists(recipe: Recipe):
-    """Yield ``(key path, tokens)`` for every argv list a recipe declares."""
-    return ((k, v) for k, kind, v in recipe_lists(recipe) if kind == "args")
+    """Yield ``(key path, tokens)`` for every argv list a recipe declares: the
+    every-key walk of the layer table (``composer.layers.declared``), so the
+    checks, the lint and the composer's provenance name the same paths."""
+    return ((d.key, d.value) for d in declared(recipe) if d.kind == "args")
 
 
 def env_maps(recipe: Recipe):
-    """Yield ``(key path, env mapping)`` for every environment block a recipe declares."""
-    return ((k, v) for k, kind, v in recipe_lists(recipe) if kind == "env")
+    """Yield ``(key path, env mapping)`` for every environment block a recipe
+    declares (``composer.layers.declared``)."""
+    return ((d.key, d.value) for d in declared(recipe) if d.kind == "env")
+
+
+def hardware_maps(recipe: Recipe) -> dict[str, str]:
+    """``{block key path: hardware key}`` of every hardware-keyed block the
+    layers read (``hardware_overrides.hopper`` → ``hopper``), from the
+    every-key walk; every declared block is seen, even one with empty lists."""
+    return {d.path.upto("hw"): hk for d in declared(recipe) if (hk := d.path.get("hw")) is not None}
 
 
 def check_recipe_args(recipe: Recipe) -> list[tuple[str, str]]:
@@ -197,19 +157,11 @@ def check_recipe_references(recipe: Recipe, catalog: Catalog) -> list[tuple[str,
     for gi, group in enumerate(recipe.exclusive_features):
         for i, f in enumerate(group):
             need(f"exclusive_features[{gi}][{i}]", f, features, "feature of this recipe")
-    maps: list[tuple[str, Any]] = [("hardware_overrides", recipe.hardware_overrides)]
-    maps += [(f"variants.{v}.hardware_overrides", var.hardware_overrides) for v, var in recipe.variants.items()]
-    for sid, so in recipe.strategy_overrides.items():
-        maps.append((f"strategy_overrides.{sid}.hardware_overrides", so.hardware_overrides))
-        for role in ("prefill", "decode"):
-            r = getattr(so, role)
-            if r is not None:
-                maps.append((f"strategy_overrides.{sid}.{role}.hardware_overrides", r.hardware_overrides))
-    maps += [(f"features.{f}.hardware_overrides", spec.hardware_overrides) for f, spec in recipe.features.items()]
-    maps += [(f"strategy_hardware.{s}", gates) for s, gates in recipe.strategy_hardware.items()]
-    for prefix, mapping in maps:
-        for k in mapping:
-            need(f"{prefix}.{k}", k, hw_keys, "hardware id, generation, brand or 'default'")
+    for key, k in hardware_maps(recipe).items():
+        need(key, k, hw_keys, "hardware id, generation, brand or 'default'")
+    for sid, gates in recipe.strategy_hardware.items():
+        for k in gates:
+            need(f"strategy_hardware.{sid}.{k}", k, hw_keys, "hardware id, generation, brand or 'default'")
     return out
 
 
@@ -222,9 +174,14 @@ def lint_recipe(recipe: Recipe) -> list[tuple[str, str, str]]:
     deprecated options, unknown ``VLLM_*`` variables, and a tool-calling
     feature whose parser comes without ``--enable-auto-tool-choice``. Levels:
     ``error`` where vLLM refuses to start, ``warning`` otherwise."""
+    omni = recipe.omni is not None or "omni" in recipe.meta.tasks
+    return _arg_findings(recipe, omni) + _tool_choice_findings(recipe) + _quoted_text_findings(recipe) + _env_findings(recipe, omni)
+
+
+def _arg_findings(recipe: Recipe, omni: bool) -> list[tuple[str, str, str]]:
+    """What vLLM's CLI says of each unit of each arg list, and ``--model`` in args."""
     from composer import vllm_cli
 
-    omni = recipe.omni is not None or "omni" in recipe.meta.tasks
     out = []
     for key, tokens in arg_lists(recipe):
         if not tokens:
@@ -239,10 +196,17 @@ def lint_recipe(recipe: Recipe) -> list[tuple[str, str, str]]:
             if u.key == "model":
                 out.append((key, "--model does not belong in the args: vllm serve takes the model as its first "
                                  "argument (model.model_id or the variant's model_id)", "error"))
+    return out
+
+
+def _tool_choice_findings(recipe: Recipe) -> list[tuple[str, str, str]]:
+    """A tool-calling feature's arg list with a tool-call parser but without
+    ``--enable-auto-tool-choice``."""
+    out = []
     for fid, feature in recipe.features.items():
         if "tool" not in fid and "tool" not in feature.label.lower():
             continue
-        for key, tokens in ((k, v) for k, v in arg_lists(recipe) if k.startswith(f"features.{fid}.")):
+        for key, tokens in ((d.key, d.value) for d in declared(recipe) if d.path.get("feature") == fid):
             if not tokens:
                 continue
             try:
@@ -252,9 +216,15 @@ def lint_recipe(recipe: Recipe) -> list[tuple[str, str, str]]:
             if "tool-call-parser" in names and "enable-auto-tool-choice" not in names:
                 out.append((key, "a tool-call parser without --enable-auto-tool-choice: vLLM then refuses requests "
                                  "with tool_choice \"auto\", which a tool-calling feature promises", "warning"))
-    # Text that lands quoted in install lines: odd values are data faults to report.
+    return out
+
+
+def _quoted_text_findings(recipe: Recipe) -> list[tuple[str, str, str]]:
+    """Text that lands quoted in install lines: odd images and versions are
+    data faults to report."""
     from composer.schema import IMAGE, VERSION, image_names
 
+    out = []
     images = [("model.docker_image", recipe.model.docker_image)]
     images += [(f"variants.{v}.docker_image", var.docker_image) for v, var in recipe.variants.items()]
     images += [(f"variants.{v}.hardware_overrides.{h}.docker_image", b.docker_image)
@@ -268,6 +238,14 @@ def lint_recipe(recipe: Recipe) -> list[tuple[str, str, str]]:
     for key, value in versions:
         if value and not VERSION.match(str(value)):
             out.append((key, f"{str(value)[:60]!r} is not a version number; it is shown quoted", "warning"))
+    return out
+
+
+def _env_findings(recipe: Recipe, omni: bool) -> list[tuple[str, str, str]]:
+    """Unknown ``VLLM_*`` variables of every env block (vLLM-Omni's own excepted)."""
+    from composer import vllm_cli
+
+    out = []
     for key, env in env_maps(recipe):
         for name in env:
             if omni and name.startswith("VLLM_OMNI_"):

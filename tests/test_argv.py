@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from composer.argv import ArgvBuilder, ArgvError, Source, Unit, canonical_name, is_flag_token, parse_tokens
+from composer.argv import ArgvBuilder, ArgvError, EnvBuilder, Source, Unit, canonical_name, is_flag_token, parse_tokens
 from composer.shell import command_text
 
 A = Source("base", "model.base_args")
@@ -203,3 +203,43 @@ def test_remove():
     assert b.remove("b").unit == Unit("b", None, True)
     assert b.remove("b") is None
     assert b.tokens() == ["--a", "1"]
+
+
+def test_env_and_argv_follow_one_ordering_rule():
+    """A replaced variable keeps its place, as a replaced flag does; a new one goes last."""
+    env = EnvBuilder()
+    env.add({"A": "1", "B": "2"}, A)
+    env.add({"A": "3", "C": "4"}, B)
+    env.add({"B": "5"}, C)
+    assert list(env.values().items()) == [("A", "3"), ("B", "5"), ("C", "4")]
+    assert env.entries["A"].source == B and env.entries["A"].replaced == [("1", A)]
+    assert env.entries["B"].replaced == [("2", A)]
+    argv = build((["--a", "1", "--b", "2"], A), (["--a", "3", "--c", "4"], B), (["--b", "5"], C))
+    assert [e.unit.key.upper() for e in argv.entries()] == list(env.values())  # the same order for the same history
+
+
+def test_composed_env_is_in_the_order_variables_were_first_set():
+    """In a composed P/D command with a KV store, each variable sits where the
+    layer that first set it put it, however later layers (the KV store, the
+    per-node placement) re-set it: env order follows the layer table
+    (``layers.TABLE``) by first setter, as argv does."""
+    from pathlib import Path
+
+    from composer.api import compose, make_context
+    from composer.layers import TABLE, Layer
+    from composer.loader import load_catalog, load_recipe
+
+    root = Path(__file__).resolve().parents[1] / "recipes"
+    rid = "Qwen/Qwen3-235B-A22B-Instruct-2507"
+    recipe, catalog = load_recipe(root, rid), load_catalog(root)
+    rank = {path.text: i for i, step in enumerate(TABLE) if isinstance(step, Layer)
+            for path, _ in step.every(recipe, catalog)}
+    plan = compose(make_context(rid, recipe, catalog), "strategy=pd_cluster&kv_offload=kv_store_distributed_mooncake")
+    replaced = 0
+    for cmd in plan["commands"]:
+        first = [(e["replaced"][0] if e["replaced"] else e)["key"] for e in cmd["env_provenance"]]
+        ranks = [rank.get(k, len(TABLE)) for k in first]  # composer-made keys rank last
+        assert [e["name"] for e in cmd["env_provenance"]] == list(cmd["env"])
+        assert ranks == sorted(ranks), list(zip(cmd["env"], first))
+        replaced += sum(bool(e["replaced"]) for e in cmd["env_provenance"])
+    assert replaced and len(set(rank.values())) > 5

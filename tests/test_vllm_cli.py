@@ -240,11 +240,11 @@ def test_explain_names_the_key_path_the_lint_uses(tmp_path):
 
 def test_one_walker_names_the_key_paths_provenance_uses(plan):
     """Every recipe key path in a plan's provenance is one the walker
-    (``validate.recipe_lists``) yields: validation, lint and Explain agree."""
-    from composer.validate import recipe_lists
+    (``layers.declared``) yields: validation, lint and Explain agree."""
+    from composer.layers import declared
 
     recipe = load_recipe(ROOT / "recipes", K3)
-    known = {k for k, _, _ in recipe_lists(recipe)}
+    known = {d.key for d in declared(recipe)}
     recipe_roots = ("model.", "variants.", "hardware_overrides.", "strategy_overrides.", "features.", "advanced_options[")
     seen = 0
     for q in ("", "hardware=h200", "hardware=mi355x&features=spec_decoding", "hardware=gb200&strategy=pd_cluster",
