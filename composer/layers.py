@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from composer.argv import ArgvBuilder, EnvBuilder, Source, Unit, parse_tokens
 from composer.context import BUILTIN_ADVANCED, OMNI_STRATEGY, RecipeContext
+from composer.dimensions import POOLS
 from composer.keypaths import KeyPath, KeyPattern, patterns
 from composer.lookup import lookup_blocks, lookup_value
 from composer.modes import default_mode, mode_block_reason
@@ -44,8 +45,6 @@ if TYPE_CHECKING:
 
 LAYERS = ("base", "variant", "strategy", "hardware", "advanced", "features", "kv_offload")
 """The seed's layer names (``Source.layer``), in order."""
-POOLS = ("prefill", "decode")
-"""The P/D pools, as the role blocks of a strategy or override name them."""
 
 
 @dataclass(frozen=True)
