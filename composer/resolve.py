@@ -241,7 +241,8 @@ def _step_features(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _
     r = ctx.recipe
     feats = req.get_list("features")
     if feats is None:
-        return replace(d, features=tuple(f for f in r.features if f in ctx.default_features(d.hardware, d.variant)))
+        default = ctx.default_features(d.hardware, d.variant)
+        return replace(d, features=tuple(f for f in r.features if f in default))
     unknown = [f for f in feats if f not in r.features]
     known = tuple(f for f in feats if f in r.features)
     if unknown and not known:

@@ -35,3 +35,19 @@ def plan(k3):
         return composer.api.compose_page(k3, query)
 
     return _plan
+
+
+def k3_recipes_copy(tmp_path: Path, edit) -> Path:
+    """A copy of ``recipes/`` under ``tmp_path`` whose Kimi K3 recipe data went
+    through ``edit(data)`` (a recipe fault planted for a test); returns the copy."""
+    import shutil
+
+    import yaml
+
+    dst = tmp_path / "recipes"
+    shutil.copytree(ROOT / "recipes", dst)
+    path = dst / "models" / "moonshotai" / "Kimi-K3.yaml"
+    data = yaml.safe_load(path.read_text())
+    edit(data)
+    path.write_text(yaml.safe_dump(data))
+    return dst

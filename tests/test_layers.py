@@ -5,11 +5,9 @@ declares — so validation, the lint and Explain cannot disagree about key paths
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
 from composer.api import compose, make_context
 from composer.argv import parse_tokens
@@ -17,6 +15,7 @@ from composer.checks import check_recipe, load_catalog_checked
 from composer.layers import TABLE, TOPOLOGY_SOURCE, Layer, declared
 from composer.loader import load_catalog, load_recipe, recipe_paths
 from tests.golden import GOLDEN, SOURCES, context
+from tests.conftest import k3_recipes_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 K3 = "moonshotai/Kimi-K3"
@@ -101,14 +100,6 @@ def test_the_walk_yields_only_the_patterns_its_layer_declares():
             assert not [k for k in full if k not in own and not k.startswith(("strategies/", "kv_store/", "kv_offload.", "advanced."))]
 
 
-def _k3_copy(tmp_path: Path, edit) -> Path:
-    dst = tmp_path / "recipes"
-    shutil.copytree(ROOT / "recipes", dst)
-    path = dst / "models" / "moonshotai" / "Kimi-K3.yaml"
-    data = yaml.safe_load(path.read_text())
-    edit(data)
-    path.write_text(yaml.safe_dump(data))
-    return dst
 
 
 def _extend(data: dict, where: tuple, items):
@@ -151,7 +142,7 @@ def test_validation_names_the_key_path_explain_shows(tmp_path, where, query, key
     """A fault planted in one list of K3 is reported by the lint under the
     key path Explain shows for the value it adds (env: ``<key>.<name>``)."""
     env = where[-1].endswith("env")
-    recipes = _k3_copy(tmp_path, lambda d: _extend(d, where, BAD_ENV if env else list(BAD_FLAG)))
+    recipes = k3_recipes_copy(tmp_path, lambda d: _extend(d, where, BAD_ENV if env else list(BAD_FLAG)))
     recipe, problems = check_recipe(recipes, K3, recipes / "models" / "moonshotai" / "Kimi-K3.yaml",
                                     load_catalog_checked(recipes), strict=False)
     assert recipe is not None
@@ -164,7 +155,7 @@ def test_validation_names_the_key_path_explain_shows(tmp_path, where, query, key
 
 
 def test_a_recipes_own_advanced_knob_is_named_as_validation_names_it(tmp_path):
-    recipes = _k3_copy(tmp_path, lambda d: d.setdefault("advanced_options", []).append(
+    recipes = k3_recipes_copy(tmp_path, lambda d: d.setdefault("advanced_options", []).append(
         {"id": "bad_cache", "label": "bad cache", "args": list(BAD_FLAG)}))
     recipe, problems = check_recipe(recipes, K3, recipes / "models" / "moonshotai" / "Kimi-K3.yaml",
                                     load_catalog_checked(recipes), strict=False)

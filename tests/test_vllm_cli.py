@@ -4,11 +4,9 @@ identity from the table, and every composed plan checked against it."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
 from composer import vllm_cli
 from composer.api import compose, make_context
@@ -17,6 +15,7 @@ from composer.checks import check_recipe, load_catalog_checked, validate
 from composer.cli import main as cli_main
 from composer.loader import load_catalog, load_recipe, recipe_paths
 from composer.validate import lint_recipe, validate_recipe
+from tests.conftest import k3_recipes_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "upstream-recipes"
@@ -81,14 +80,6 @@ def test_a_spelling_vllm_does_not_accept_is_reported_not_rewritten():
 
 
 # ------------------------------------------------ the five cases, as recipes
-def _recipes(tmp_path: Path, edit) -> Path:
-    dst = tmp_path / "recipes"
-    shutil.copytree(ROOT / "recipes", dst)
-    path = dst / "models" / "moonshotai" / "Kimi-K3.yaml"
-    data = yaml.safe_load(path.read_text())
-    edit(data)
-    path.write_text(yaml.safe_dump(data))
-    return dst
 
 
 def _findings(recipes: Path, strict: bool = True):
@@ -98,7 +89,7 @@ def _findings(recipes: Path, strict: bool = True):
 
 
 def test_short_dotted_alias_is_composed_as_vllm_reads_it(tmp_path):
-    recipes = _recipes(tmp_path, lambda d: d["hardware_overrides"].setdefault("amd", {}).setdefault("extra_args", []).extend(
+    recipes = k3_recipes_copy(tmp_path, lambda d: d["hardware_overrides"].setdefault("amd", {}).setdefault("extra_args", []).extend(
         ["-cc.pass_config.fuse_rope_kvcache=True", "-O3"]))
     recipe, problems = _findings(recipes)
     assert recipe is not None and problems == []
@@ -111,7 +102,7 @@ def test_short_dotted_alias_is_composed_as_vllm_reads_it(tmp_path):
 
 
 def test_model_in_args_is_refused_with_its_key_path(tmp_path):
-    recipes = _recipes(tmp_path, lambda d: d["model"]["base_args"].extend(["--model", "org/model"]))
+    recipes = k3_recipes_copy(tmp_path, lambda d: d["model"]["base_args"].extend(["--model", "org/model"]))
     recipe, problems = _findings(recipes)
     assert recipe is None
     assert any(p.key == "model.base_args" and "--model" in p.message and p.level == "error" for p in problems), problems
@@ -122,7 +113,7 @@ def test_model_in_args_is_refused_with_its_key_path(tmp_path):
 
 
 def test_truncated_json_is_refused(tmp_path):
-    recipes = _recipes(tmp_path, lambda d: d["features"]["spec_decoding"].setdefault("hardware_overrides", {}).update(
+    recipes = k3_recipes_copy(tmp_path, lambda d: d["features"]["spec_decoding"].setdefault("hardware_overrides", {}).update(
         {"nvidia": {"args": ["--speculative-config", '{"model": "org/draft",']}}))
     recipe, problems = _findings(recipes)
     assert recipe is None
@@ -131,7 +122,7 @@ def test_truncated_json_is_refused(tmp_path):
 
 
 def test_tool_parser_without_auto_tool_choice_is_a_warning(tmp_path):
-    recipes = _recipes(tmp_path, lambda d: d["features"]["tool_calling"].update(args=["--tool-call-parser", "hermes"]))
+    recipes = k3_recipes_copy(tmp_path, lambda d: d["features"]["tool_calling"].update(args=["--tool-call-parser", "hermes"]))
     recipe, problems = _findings(recipes, strict=False)
     assert recipe is not None
     assert any(p.key == "features.tool_calling.args" and "--enable-auto-tool-choice" in p.message and p.level == "warning"
@@ -144,7 +135,7 @@ def test_auto_tool_choice_without_parser_is_refused_in_the_plan():
 
 
 def test_dotted_option_without_value_is_refused(tmp_path):
-    recipes = _recipes(tmp_path, lambda d: d["hardware_overrides"].setdefault("blackwell", {}).setdefault("extra_args", []).extend(
+    recipes = k3_recipes_copy(tmp_path, lambda d: d["hardware_overrides"].setdefault("blackwell", {}).setdefault("extra_args", []).extend(
         ["--attention-config.use_trtllm_ragged_deepseek_prefill", "--kv-cache-dtype", "fp8"]))
     recipe, problems = _findings(recipes)
     assert recipe is None
@@ -230,7 +221,7 @@ def test_every_reachable_plan_of_our_recipes_passes_the_table():
 
 
 def test_explain_names_the_key_path_the_lint_uses(tmp_path):
-    recipes = _recipes(tmp_path, lambda d: d["hardware_overrides"].setdefault("hopper", {}).update(args=["--kv-cache-dtype", "fp9"]))
+    recipes = k3_recipes_copy(tmp_path, lambda d: d["hardware_overrides"].setdefault("hopper", {}).update(args=["--kv-cache-dtype", "fp9"]))
     recipe, problems = _findings(recipes, strict=False)
     assert [p.key for p in problems] == ["hardware_overrides.hopper.args"]
     plan = compose(make_context(K3, recipe, load_catalog(recipes)), "hardware=h200")
@@ -259,7 +250,7 @@ def test_one_walker_names_the_key_paths_provenance_uses(plan):
 
 
 def test_misspelt_keys_are_reported_with_a_suggestion(tmp_path):
-    recipes = _recipes(tmp_path, lambda d: (d.__setitem__("hardware_overides", d.pop("hardware_overrides")),
+    recipes = k3_recipes_copy(tmp_path, lambda d: (d.__setitem__("hardware_overides", d.pop("hardware_overrides")),
                                             d["meta"].__setitem__("bogus_key", 1)))
     recipe, problems = _findings(recipes, strict=False)
     assert recipe is not None
