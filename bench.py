@@ -27,7 +27,7 @@ from pathlib import Path
 
 import build
 from composer.api import compose, make_context
-from composer.loader import load_catalog, load_recipe
+from composer.buildtime.loader import load_catalog, load_recipe
 
 ROOT = Path(__file__).resolve().parent
 CORPUS = ROOT.parent / "shared" / "upstream-recipes"

@@ -41,12 +41,12 @@ from jinja2 import FileSystemLoader
 from composer.api import compose, compose_page, make_context
 from composer import vllm_cli
 from composer.render import environment
-from composer.routes import checkpoints, route_map, variant_routes
-from composer.loader import RecipeError, RecipeLoadError, recipe_paths, unsafe_recipe_files
+from composer.buildtime.routes import checkpoints, route_map, variant_routes
+from composer.buildtime.loader import RecipeError, RecipeLoadError, recipe_paths, unsafe_recipe_files
 from composer.schema import Recipe
-from composer.checks import check_catalog, check_recipe
-from composer.guide import render_guide
-from composer.validate import dump, recipe_json_schema as schema_of_recipes
+from composer.buildtime.checks import check_catalog, check_recipe
+from composer.buildtime.guide import render_guide
+from composer.buildtime.validate import dump, recipe_json_schema as schema_of_recipes
 
 ROOT = Path(__file__).resolve().parent
 PYODIDE_DIR = ROOT / "node_modules" / "pyodide"
@@ -54,7 +54,9 @@ PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_s
 SNAPSHOT_CACHE = ROOT / ".cache" / "snapshots"
 # The browser gets the composer's pure logic and the renderer; not the modules
 # that read files, validate with pydantic or parse the command line.
-NOT_IN_BROWSER = {"cli.py", "loader.py", "validate.py", "checks.py", "vllm_cli_gen.py", "__main__.py", "guide.py", "routes.py"}
+BUILD_TIME_DIR = "buildtime"
+"""The browser boundary: ``composer/buildtime/`` (files, pydantic, the CLI, the
+site's routes and guide) and ``composer/__main__.py`` never ship to the page."""
 # Pure-Python packages the browser's renderer needs (pinned in pyproject.toml);
 # MarkupSafe's optional C speedups are left out (a snapshot cannot hold them).
 BROWSER_PACKAGES = ("jinja2", "markupsafe")
@@ -142,7 +144,8 @@ def site_python_zip() -> bytes:
     the templates the worker renders (under ``site_templates/``)."""
     base = ROOT / "composer"
     files = [(p, f"composer/{p.relative_to(base).as_posix()}") for p in sorted(base.rglob("*.py"))
-             if p.relative_to(base).as_posix() not in NOT_IN_BROWSER and "__pycache__" not in p.parts]
+             if p.relative_to(base).parts[0] != BUILD_TIME_DIR and p.relative_to(base).as_posix() != "__main__.py"
+             and "__pycache__" not in p.parts]
     files += [(p, f"composer/data/{p.name}") for p in sorted((ROOT / "composer" / "data").glob("*.json"))]
     for pkg in BROWSER_PACKAGES:
         files += _package_files(pkg)
@@ -254,7 +257,7 @@ def index_entry(ctx, recipe: Recipe, plan: dict) -> dict:
     what the index search matches besides names; ``size_b``: the parameter count
     in billions (None if the recipe gives none), for sorting; ``checkpoints``:
     ``[checkpoint id, variant key or None]`` served under another id (the
-    redirects of ``composer.routes``)."""
+    redirects of ``composer.buildtime.routes``)."""
     precisions = sorted({v.precision.upper() for v in recipe.variants.values() if v.precision})
     arch = [recipe.model.architecture] if recipe.model.architecture else []
     moe = ["MoE"] if recipe.model.routed_experts and "moe" not in (a.lower() for a in arch) else []
@@ -328,7 +331,7 @@ def write_redirects(tmp: Path, env, entries: list[dict], base_path: str) -> None
     sends a path in another case, or a variant's checkpoint id, to the recipe
     page with the query kept) and a redirect stub at every exact checkpoint
     path (``/<org>/<name>-FP8/`` → the recipe with ``?variant=<key>``), never
-    over a page of the site (``composer.routes``)."""
+    over a page of the site (``composer.buildtime.routes``)."""
     served = {e["id"]: [tuple(c) for c in e["checkpoints"]] for e in entries}
     routes = route_map(served)
     (tmp / "404.html").write_text(env.get_template("404.html").render(base=base_path, routes_json=script_json(routes)))
@@ -398,8 +401,8 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     """Build the whole site into ``out``; returns ``{recipes, out, errors, warnings}``.
 
     ``warnings`` lists what vLLM's CLI would refuse or ignore in the recipes
-    (``composer.validate.lint_recipe``) and the strategy files that declare no
-    ``kind`` (``composer.checks.check_catalog``); with ``strict`` those are errors.
+    (``composer.buildtime.validate.lint_recipe``) and the strategy files that declare no
+    ``kind`` (``composer.buildtime.checks.check_catalog``); with ``strict`` those are errors.
 
     Recipes are validated and rendered in ``jobs`` worker processes (default:
     one per CPU). ``repo_url`` and ``repo_branch`` say where the recipes live

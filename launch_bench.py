@@ -21,7 +21,7 @@ from pathlib import Path
 
 from composer.api import compose, compose_page, make_context
 from composer.launch import check_plan
-from composer.loader import load_catalog, load_recipe, recipe_paths
+from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 
 ROOT = Path(__file__).resolve().parent
 SOURCES = {"corpus": ROOT.parent / "shared" / "upstream-recipes", "ours": ROOT / "recipes"}

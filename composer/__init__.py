@@ -1,7 +1,7 @@
 """The vLLM recipe composer: recipe + catalogue + selection → launch commands.
 
 Pure logic, no I/O: the same code runs in CPython (CLI, build, tests) and in the
-browser under Pyodide. ``composer.loader`` (YAML files) is the only module that
+browser under Pyodide. ``composer.buildtime.loader`` (YAML files) is the only module that
 reads the file system and is not imported here.
 """
 

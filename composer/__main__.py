@@ -1,6 +1,6 @@
 import sys
 
-from composer.cli import main
+from composer.buildtime.cli import main
 
 try:
     sys.exit(main())

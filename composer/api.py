@@ -21,11 +21,11 @@ from composer.schema import Catalog, Recipe
 
 def make_context(recipe_id: str, recipe: Recipe | dict, catalog: Catalog | dict) -> RecipeContext:
     """Bind a recipe to a catalogue. Raw dicts are validated with pydantic
-    (``composer.validate``; raises ``pydantic.ValidationError`` on bad data), so
+    (``composer.buildtime.validate``; raises ``pydantic.ValidationError`` on bad data), so
     this form is for CPython only; the browser binds the build's JSON with
     ``context_from_json``."""
     if not isinstance(recipe, Recipe) or not isinstance(catalog, Catalog):
-        from composer.validate import validate_catalog, validate_recipe
+        from composer.buildtime.validate import validate_catalog, validate_recipe
 
         recipe, catalog = validate_recipe(recipe), validate_catalog(catalog)
     return RecipeContext(recipe_id, recipe, catalog)

@@ -1,6 +1,6 @@
 """Rebuild ``composer.schema`` dataclasses from already-validated JSON, without pydantic.
 
-The build validates every recipe with pydantic (``composer.validate``) and
+The build validates every recipe with pydantic (``composer.buildtime.validate``) and
 writes it as JSON (``validate.dump``); the browser, which ships no pydantic,
 turns that JSON back into the same dataclasses with ``from_json``. It trusts
 its input the way a deserializer of our own output may: it follows the type

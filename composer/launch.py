@@ -45,7 +45,7 @@ Integration (not wired in yet):
   no ``--data-parallel-start-rank`` on the head of a one-rank-per-node pool).
 * ``composer.controls``: an option whose plan has error violations is
   disabled with ``violations[0].message`` as its reason.
-* ``composer.checks.check_references``: ``check_plan`` on the recipe's
+* ``composer.buildtime.checks.check_references``: ``check_plan`` on the recipe's
   default plans; errors as ``RecipeError(file, key path from provenance,
   message)``.
 """

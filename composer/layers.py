@@ -536,7 +536,7 @@ def declared(recipe: Recipe, catalog: Catalog | None = None) -> Iterator[Declare
     a declared block included, so every block's key is seen). With a
     ``catalog``, also what the catalogue's strategy templates and KV offload
     options and the composer's built-in Advanced knobs can add. Validation,
-    the lint (``composer.validate``) and the owned settings of a feature walk
+    the lint (``composer.buildtime.validate``) and the owned settings of a feature walk
     this; Explain names the same paths because composing runs the same table.
     The topology is computed, never declared."""
     for step in TABLE:

@@ -4,7 +4,7 @@ of a recipe's types.
 The format is the public vLLM recipes YAML format (``shared/docs/
 upstream-recipe-semantics.md`` §1) plus our documented additions. These classes
 are read everywhere: the composer works on them, pydantic validates YAML into
-them and publishes their JSON Schema (``composer.validate``, build, CLI, tests),
+them and publishes their JSON Schema (``composer.buildtime.validate``, build, CLI, tests),
 and the browser rebuilds them from the build's already-validated JSON with
 ``composer.convert`` (no pydantic there: a Pyodide memory snapshot cannot hold
 pydantic-core's native extension).
@@ -563,7 +563,7 @@ class Recipe:
     """Extra install steps shown with the install lines (``Dependency``)."""
     guide: str = ""
     """The recipe's guide in Markdown; rendered to HTML at build time only
-    (``composer.guide``: raw HTML escaped, unsafe links refused)."""
+    (``composer.buildtime.guide``: raw HTML escaped, unsafe links refused)."""
 
 
 @_frozen

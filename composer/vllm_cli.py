@@ -1,7 +1,7 @@
 """vLLM's ``vllm serve`` CLI as data, and the checks made against it.
 
 The table (``composer/data/vllm_cli.json``) is generated from the pinned vLLM
-release wheel by ``python -m composer.vllm_cli_gen`` (see there for what is read
+release wheel by ``python -m composer.buildtime.vllm_cli_gen`` (see there for what is read
 from which file). This module answers, as vLLM's own parser would:
 
 * which option a spelling means (``-tp``, ``--max_num_seqs``, ``--no-enable-x``,

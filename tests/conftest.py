@@ -12,7 +12,7 @@ if str(ROOT) not in sys.path:  # the package is used from the checkout, not inst
     sys.path.insert(0, str(ROOT))
 
 import composer.api  # noqa: E402
-import composer.loader  # noqa: E402
+import composer.buildtime.loader  # noqa: E402
 
 K3_ID = "moonshotai/Kimi-K3"
 
@@ -22,7 +22,7 @@ def k3():
     """The Kimi K3 recipe bound to the catalogue of ``recipes/``."""
     recipes = ROOT / "recipes"
     return composer.api.make_context(
-        K3_ID, composer.loader.load_recipe(recipes, K3_ID), composer.loader.load_catalog(recipes)
+        K3_ID, composer.buildtime.loader.load_recipe(recipes, K3_ID), composer.buildtime.loader.load_catalog(recipes)
     )
 
 

@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from composer.api import compose, compose_page, make_context  # noqa: E402
-from composer.loader import load_catalog, load_recipe, recipe_paths  # noqa: E402
+from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths  # noqa: E402
 
 OURS = ROOT / "recipes"
 CORPUS = ROOT.parent / "shared" / "upstream-recipes"

@@ -227,7 +227,7 @@ def test_composed_env_is_in_the_order_variables_were_first_set():
 
     from composer.api import compose, make_context
     from composer.layers import TABLE, Layer
-    from composer.loader import load_catalog, load_recipe
+    from composer.buildtime.loader import load_catalog, load_recipe
 
     root = Path(__file__).resolve().parents[1] / "recipes"
     rid = "Qwen/Qwen3-235B-A22B-Instruct-2507"

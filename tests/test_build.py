@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 import build
-from composer.loader import RecipeLoadError
+from composer.buildtime.loader import RecipeLoadError
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "upstream-recipes"

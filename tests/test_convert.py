@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from composer.convert import from_json
-from composer.loader import load_catalog, load_recipe, recipe_paths
+from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 from composer.schema import Catalog, HardwareProfile, Recipe
-from composer.validate import dump, validate_recipe
+from composer.buildtime.validate import dump, validate_recipe
 
 ROOT = Path(__file__).resolve().parent.parent
 DIRS = [ROOT / "recipes", ROOT.parent / "shared" / "upstream-recipes"]

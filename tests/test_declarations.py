@@ -79,7 +79,7 @@ def test_a_throwaway_dimension_through_its_declaration(tmp_path):
         import composer.dimensions as d
         assert "composer" in sys.modules and sys.modules["composer"].__file__.startswith({str(tmp_path)!r})
         from composer.api import compose_page, make_context
-        from composer.loader import load_catalog, load_recipe
+        from composer.buildtime.loader import load_catalog, load_recipe
         from composer.query import parse_query
         from pathlib import Path
         req = parse_query("region=us&hardware=h200")
@@ -120,7 +120,7 @@ def test_a_throwaway_output_form_through_the_registry(k3, slurm_form, capsys):
     page = compose_page(k3, "hardware=h200")
     toy = next(o for o in page["options"]["install"] if o["id"] == "toy")
     assert toy["label"] == "Toy" and not toy["disabled"] and "install=toy" in toy["query"]
-    from composer.cli import main
+    from composer.buildtime.cli import main
 
     assert main(["moonshotai/Kimi-K3", "--query", "hardware=h200", "--format", "toy"]) == 0
     assert capsys.readouterr().out.startswith("# 2 × H200")

@@ -101,7 +101,7 @@ def test_offload_memory_counts_the_ranks_that_run_not_idle_gpus():
     # Found by the fresh-user trial: TP 1 on an 8-GPU B200 node was said to
     # reserve 8 ranks' worth of host memory.
     from composer.api import compose, make_context
-    from composer.loader import load_catalog, load_recipe
+    from composer.buildtime.loader import load_catalog, load_recipe
 
     recipes = ROOT / "recipes"
     rid = "meta-llama/Llama-3.3-70B-Instruct"
@@ -180,7 +180,7 @@ needs_corpus = pytest.mark.skipif(not CORPUS_ROOT.exists(), reason="shared corpu
 
 def corpus_plan(rid, query):
     from composer.api import compose_page, make_context
-    from composer.loader import load_catalog, load_recipe
+    from composer.buildtime.loader import load_catalog, load_recipe
     return compose_page(make_context(rid, load_recipe(CORPUS_ROOT, rid), load_catalog(CORPUS_ROOT)), query)
 
 
@@ -244,7 +244,7 @@ def test_hybrid_lb_needs_local_dp_ranks(plan, tmp_path):
     import shutil
     import yaml
     from composer.api import compose_page, make_context
-    from composer.loader import load_catalog, load_recipe
+    from composer.buildtime.loader import load_catalog, load_recipe
     root = tmp_path / "recipes"
     shutil.copytree(__import__("pathlib").Path(__file__).resolve().parents[1] / "recipes", root)
     path = root / "models/moonshotai/Kimi-K3.yaml"
@@ -274,7 +274,7 @@ def test_data_parallel_rank_and_api_server_count_on_followers_are_dropped(plan, 
     import shutil
     import yaml
     from composer.api import compose_page, make_context
-    from composer.loader import load_catalog, load_recipe
+    from composer.buildtime.loader import load_catalog, load_recipe
     root = tmp_path / "recipes"
     shutil.copytree(__import__("pathlib").Path(__file__).resolve().parents[1] / "recipes", root)
     path = root / "models/moonshotai/Kimi-K3.yaml"
@@ -292,7 +292,7 @@ def test_auto_fit_tp_holds_one_sequence_of_the_context(catalog=None):
     # Qwen3 235B on H200 with the 1M-context feature: TP 4 cannot hold one
     # 1,010,000-token sequence; TP 8 can, so TP 8 (not an error).
     from composer.api import compose_page, make_context
-    from composer.loader import load_catalog, load_recipe
+    from composer.buildtime.loader import load_catalog, load_recipe
     root = __import__("pathlib").Path(__file__).resolve().parents[1] / "recipes"
     ctx = make_context("Qwen/Qwen3-235B-A22B-Instruct-2507", load_recipe(root, "Qwen/Qwen3-235B-A22B-Instruct-2507"), load_catalog(root))
     p = compose_page(ctx, "hardware=h200&features=tool_calling,long_context")

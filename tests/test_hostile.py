@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import build
 from composer.api import compose, make_context
-from composer.checks import validate
-from composer.loader import RecipeLoadError, load_catalog, load_recipe
+from composer.buildtime.checks import validate
+from composer.buildtime.loader import RecipeLoadError, load_catalog, load_recipe
 
 ROOT = Path(__file__).resolve().parent.parent
 K3 = "moonshotai/Kimi-K3"
@@ -318,7 +318,7 @@ def test_a_placeholder_with_a_newline_stays_one_quoted_word(value):
 def test_names_with_a_trailing_newline_are_refused(field, value):
     import pydantic
 
-    from composer.validate import validate_recipe
+    from composer.buildtime.validate import validate_recipe
 
     data = {"meta": {"title": "t"}, "model": {"model_id": "org/m"}}
     if field == "env":

@@ -16,7 +16,7 @@ import yaml
 
 from composer import run_forms
 from composer.api import compose, compose_page, make_context
-from composer.loader import load_catalog, load_recipe, recipe_paths
+from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 from composer.shell import recipe_script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -333,8 +333,8 @@ def test_no_cuda_control_without_a_choice(our_catalog, plan):
 def test_an_unreadable_dependency_command_is_an_error_with_its_key_path(tmp_path):
     import shutil
 
-    from composer.checks import validate
-    from composer.loader import RecipeLoadError
+    from composer.buildtime.checks import validate
+    from composer.buildtime.loader import RecipeLoadError
 
     recipes = tmp_path / "recipes"
     shutil.copytree(ROOT / "recipes", recipes)

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from composer.api import compose, compose_page, make_context
-from composer.loader import load_catalog, load_recipe, recipe_paths
+from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 from composer.shell import PLACEHOLDER_RE
 from composer.yaml_text import dump
 
@@ -502,7 +502,7 @@ def test_hostile_recipe_text_stays_data_in_the_manifests(k3):
 
 
 def test_cli_format_k8s_prints_the_plans_manifests(k3, capsys):
-    from composer.cli import main
+    from composer.buildtime.cli import main
 
     q = "hardware=h200&strategy=multi_node_tp&nodes=2"
     assert main(["moonshotai/Kimi-K3", "--query", q, "--format", "k8s"]) == 0

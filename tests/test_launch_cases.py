@@ -13,7 +13,7 @@ import pytest
 
 from composer.api import compose, make_context
 from composer.launch import Target, check_command, check_plan
-from composer.loader import load_catalog, load_recipe
+from composer.buildtime.loader import load_catalog, load_recipe
 from composer.model_facts import model_facts
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,9 +11,9 @@ import pytest
 
 from composer.api import compose, make_context
 from composer.argv import parse_tokens
-from composer.checks import check_recipe, load_catalog_checked
+from composer.buildtime.checks import check_recipe, load_catalog_checked
 from composer.layers import TABLE, TOPOLOGY_SOURCE, Layer, declared
-from composer.loader import load_catalog, load_recipe, recipe_paths
+from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 from tests.golden import GOLDEN, SOURCES, context
 from tests.conftest import k3_recipes_copy
 

@@ -12,7 +12,7 @@ import yaml
 from hypothesis import given, settings
 
 from composer.api import compose, compose_page, make_context
-from composer.loader import load_catalog, load_recipe, recipe_paths
+from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 from tests.test_properties import queries
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from composer.api import make_context
-from composer.loader import load_catalog, load_recipe, recipe_paths
+from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 from composer.model_facts import ENTRY_KEYS, HF_KEYS, MODELS, data_entry, facts_for, model_facts
 
 ROOT = Path(__file__).resolve().parent.parent

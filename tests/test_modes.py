@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from composer.api import compose, compose_page, make_context
-from composer.loader import load_catalog
+from composer.buildtime.loader import load_catalog
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "upstream-recipes"
 pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="shared corpus not present")
@@ -105,7 +105,7 @@ def test_bad_fmode_values_are_reported_not_fatal(glm, query, code):
 
 
 def test_every_corpus_mode_composes(catalog):
-    from composer.loader import load_recipe, recipe_paths
+    from composer.buildtime.loader import load_recipe, recipe_paths
 
     seen = 0
     for rid in recipe_paths(CORPUS):

@@ -10,7 +10,7 @@ from pathlib import Path
 from jinja2 import FileSystemLoader
 
 from composer.api import compose_page, make_context
-from composer.loader import load_catalog, load_recipe, recipe_paths
+from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 from composer.render import PageRenderer, environment
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from composer.api import compose, compose_page, make_context
-from composer.loader import load_catalog, load_recipe, recipe_paths
+from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "upstream-recipes"
 pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="shared corpus not present")

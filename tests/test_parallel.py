@@ -15,13 +15,13 @@ from pydantic import ValidationError
 
 from composer import parallel
 from composer.api import compose, make_context
-from composer.checks import check_catalog
+from composer.buildtime.checks import check_catalog
 from composer.convert import from_json
-from composer.loader import RecipeLoadError, load_catalog, load_recipe, load_recipe_data
+from composer.buildtime.loader import RecipeLoadError, load_catalog, load_recipe, load_recipe_data
 from composer.memory import weights_fit
 from composer.parallel import KINDS, Layout, ParallelKind, derive_kind
 from composer.schema import Strategy
-from composer.validate import dump, validate_catalog, validate_recipe
+from composer.buildtime.validate import dump, validate_catalog, validate_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 OURS = ROOT / "recipes"
@@ -81,7 +81,7 @@ def test_derivation_reads_content_never_the_id():
 
 
 def _catalog_data(root: Path) -> dict:
-    from composer.loader import load_catalog_data
+    from composer.buildtime.loader import load_catalog_data
 
     return load_catalog_data(root)[0]
 

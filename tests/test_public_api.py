@@ -22,8 +22,33 @@ PUBLIC = ["compose", "compose_page", "make_context"]  # compose_json went with i
 
 # Build-time modules: never loaded by ``import composer`` (the browser ships
 # without them, and the package docstring promises the loader is not imported).
-BUILD_TIME = ["composer.checks", "composer.cli", "composer.guide", "composer.loader", "composer.routes",
-              "composer.validate", "composer.vllm_cli_gen"]
+BUILD_TIME = ["composer.buildtime.checks", "composer.buildtime.cli", "composer.buildtime.guide", "composer.buildtime.loader",
+              "composer.buildtime.routes", "composer.buildtime.validate", "composer.buildtime.vllm_cli_gen"]
+
+
+def test_build_time_is_exactly_the_buildtime_folder():
+    folder = sorted(f"composer.buildtime.{p.stem}" for p in (ROOT / "composer" / "buildtime").glob("*.py")
+                    if p.stem != "__init__")
+    assert folder == sorted(BUILD_TIME)
+
+
+def test_no_browser_module_imports_the_buildtime_folder():
+    """The browser boundary is a folder (issue 17.5): a module that ships must not
+    import one that does not, at top level or lazily."""
+    import re
+    offenders = []
+    for p in sorted((ROOT / "composer").rglob("*.py")):
+        rel = p.relative_to(ROOT / "composer")
+        if rel.parts[0] == "buildtime" or rel.as_posix() == "__main__.py":
+            continue
+        for n, line in enumerate(p.read_text().splitlines(), 1):
+            if re.search(r"\bcomposer\.buildtime\b|from \.buildtime\b|from composer import buildtime", line) \
+                    and not line.lstrip().startswith("#") and "import" in line:
+                offenders.append(f"{rel}:{n}: {line.strip()}")
+    # make_context validates raw dicts with pydantic, a CPython-only path (the
+    # browser binds the build's JSON with context_from_json): the one exception.
+    allowed = ["api.py:28: from composer.buildtime.validate import validate_catalog, validate_recipe"]
+    assert offenders == allowed, offenders
 
 
 def test_all_is_the_declared_list():

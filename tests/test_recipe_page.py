@@ -16,8 +16,8 @@ from markupsafe import escape
 
 import build
 from composer.api import compose, compose_page, make_context
-from composer.guide import render_guide
-from composer.loader import load_catalog, load_recipe, recipe_paths
+from composer.buildtime.guide import render_guide
+from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "upstream-recipes"
@@ -126,7 +126,7 @@ def test_the_markdown_library_is_not_shipped_to_the_browser():
     import zipfile
 
     names = zipfile.ZipFile(io.BytesIO(build.site_python_zip())).namelist()
-    assert "composer/guide.py" not in names and not [n for n in names if n.startswith("markdown_it/")]
+    assert "composer/buildtime/guide.py" not in names and not [n for n in names if n.startswith("markdown_it/")]
 
 
 # ----------------------------------------------------------------- header

@@ -12,7 +12,7 @@ import yaml
 
 import build
 from composer.api import compose_page, make_context
-from composer.loader import load_catalog, load_recipe, recipe_paths
+from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = ROOT / "recipes"
@@ -110,7 +110,7 @@ def test_schema_and_build_validation_agree_on_a_bad_recipe():
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(data, _schema())
     from pydantic import ValidationError
-    from composer.validate import validate_recipe
+    from composer.buildtime.validate import validate_recipe
     with pytest.raises(ValidationError):
         validate_recipe(data)
 

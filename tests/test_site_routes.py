@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import build
-from composer.loader import load_catalog, load_recipe, recipe_paths
-from composer.routes import checkpoints, find_recipe_id, route_map, variant_routes
+from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
+from composer.buildtime.routes import checkpoints, find_recipe_id, route_map, variant_routes
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "upstream-recipes"
@@ -148,7 +148,7 @@ def test_base_path_is_written_into_404_and_checked(tmp_path):
 def test_the_cli_takes_a_variant_checkpoint_id_as_the_page_does(capsys):
     # Found by the fresh-user trial: /nvidia/Llama-3.3-70B-Instruct-FP4/ led to
     # the page, the same id on the command line was "no such recipe".
-    from composer.cli import main
+    from composer.buildtime.cli import main
 
     assert main(["nvidia/llama-3.3-70b-instruct-fp4", "--json"]) == 0
     import json

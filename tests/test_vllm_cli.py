@@ -11,10 +11,10 @@ import pytest
 from composer import vllm_cli
 from composer.api import compose, make_context
 from composer.argv import parse_tokens
-from composer.checks import check_recipe, load_catalog_checked, validate
-from composer.cli import main as cli_main
-from composer.loader import load_catalog, load_recipe, recipe_paths
-from composer.validate import lint_recipe, validate_recipe
+from composer.buildtime.checks import check_recipe, load_catalog_checked, validate
+from composer.buildtime.cli import main as cli_main
+from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
+from composer.buildtime.validate import lint_recipe, validate_recipe
 from tests.conftest import k3_recipes_copy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,7 +26,7 @@ K3 = "moonshotai/Kimi-K3"
 def test_table_names_its_source_and_knows_the_basics():
     t = vllm_cli.TABLE
     assert t["source"]["package"] == "vllm" and t["source"]["version"] == vllm_cli.VERSION
-    assert t["regenerate"].startswith("python -m composer.vllm_cli_gen")
+    assert t["regenerate"].startswith("python -m composer.buildtime.vllm_cli_gen")
     tp = vllm_cli.OPTIONS["tensor-parallel-size"]
     assert tp["kind"] == "int" and "-tp" in tp["spellings"]
     assert vllm_cli.OPTIONS["enable-expert-parallel"]["kind"] == "bool"
@@ -40,13 +40,13 @@ def test_table_names_its_source_and_knows_the_basics():
 
 
 def _wheel(package: str, version: str) -> Path:
-    from composer import vllm_cli_gen
+    from composer.buildtime import vllm_cli_gen
 
     return vllm_cli_gen.fetch(package, version)
 
 
 def test_generator_on_the_pinned_wheels_reproduces_the_committed_table():
-    from composer import vllm_cli_gen
+    from composer.buildtime import vllm_cli_gen
 
     wheel = _wheel("vllm", vllm_cli_gen.VLLM_VERSION)
     table = vllm_cli_gen.generate(wheel, vllm_cli_gen.VLLM_VERSION)

@@ -17,7 +17,7 @@ strangers cannot reach the page as markup:
   since they may scroll sideways; table column alignment is a class, not an
   inline style (the page's CSP allows none).
 
-Not shipped to the browser (``build.NOT_IN_BROWSER``): the worker never
+Not shipped to the browser (``composer/buildtime/`` is left out of the site's zip): the worker never
 renders a guide, the build writes it into the page once.
 """
 

@@ -21,9 +21,9 @@ from pydantic import ValidationError
 
 from composer.api import compose, make_context
 from composer.argv import ArgvError
-from composer.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths, unsafe_recipe_files
+from composer.buildtime.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths, unsafe_recipe_files
 from composer.schema import ENV_NAME, Catalog, Recipe
-from composer.validate import check_recipe_args, check_recipe_commands, check_recipe_references, lint_recipe, unknown_keys, validate_catalog, validate_recipe
+from composer.buildtime.validate import check_recipe_args, check_recipe_commands, check_recipe_references, lint_recipe, unknown_keys, validate_catalog, validate_recipe
 
 
 def load_catalog_checked(recipes_dir: Path, strict: bool = False) -> Catalog:

@@ -1,7 +1,7 @@
 """``python -m composer RECIPE_ID [--query QUERY] [--format text|json|FORM] [--json] [--explain] [--recipes DIR]``
 and ``python -m composer check [DIR] [--strict]``.
 
-Thin layers over library calls: ``composer.checks`` (the very checks the build
+Thin layers over library calls: ``composer.buildtime.checks`` (the very checks the build
 runs) then ``composer.api.compose``. Exit status 0 for a plan without errors,
 1 for a plan whose notices hold an error (e.g. the weights do not fit), 2 for
 bad input (unknown recipe, unreadable or invalid recipe files: the same
@@ -21,12 +21,12 @@ from pathlib import Path
 from composer.api import compose, make_context
 from composer.argv import ArgvError
 from composer.forms import FORMS
-from composer.checks import check_recipe, load_catalog_checked, validate
-from composer.loader import RecipeError, RecipeLoadError, recipe_paths
-from composer.routes import find_recipe_id
+from composer.buildtime.checks import check_recipe, load_catalog_checked, validate
+from composer.buildtime.loader import RecipeError, RecipeLoadError, recipe_paths
+from composer.buildtime.routes import find_recipe_id
 from composer.shell import comment
 
-DEFAULT_RECIPES = Path(__file__).resolve().parent.parent / "recipes"
+DEFAULT_RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
 
 def render_text(plan: dict, explain: bool = False) -> str:
@@ -109,10 +109,10 @@ def print_form(ctx, query: str, form_id: str) -> int:
 
 def _checkpoint_recipe(recipes: Path, paths, name: str) -> tuple[str | None, str | None]:
     """``(recipe id, variant key)`` whose checkpoint is ``name`` (any case), the
-    rule of the site's redirects (``composer.routes``); ``(None, None)`` when
+    rule of the site's redirects (``composer.buildtime.routes``); ``(None, None)`` when
     no recipe, or more than one, serves it."""
-    from composer.loader import load_recipe
-    from composer.routes import checkpoints, variant_routes
+    from composer.buildtime.loader import load_recipe
+    from composer.buildtime.routes import checkpoints, variant_routes
 
     served = {}
     for rid in paths:

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from composer.parallel import kind_warning
 from composer.schema import Catalog, Recipe
-from composer.validate import validate_catalog, validate_recipe
+from composer.buildtime.validate import validate_catalog, validate_recipe
 
 
 class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -178,7 +178,7 @@ def load_catalog_data(root: Path) -> tuple[dict, list[RecipeError]]:
 
 def load_catalog(root: Path) -> Catalog:
     """The validated catalogue of ``root``; raises RecipeLoadError on errors
-    (warnings are not reported here: ``composer.checks.check_catalog``)."""
+    (warnings are not reported here: ``composer.buildtime.checks.check_catalog``)."""
     data, problems = load_catalog_data(root)
     errors = [p for p in problems if p.level == "error"]
     if errors:

@@ -1,7 +1,7 @@
 """Generate ``composer/data/vllm_cli.json``: vLLM's ``vllm serve`` CLI as data.
 
-    python -m composer.vllm_cli_gen            # the pinned version (VLLM_VERSION)
-    python -m composer.vllm_cli_gen --wheel PATH/vllm-X-….whl
+    python -m composer.buildtime.vllm_cli_gen            # the pinned version (VLLM_VERSION)
+    python -m composer.buildtime.vllm_cli_gen --wheel PATH/vllm-X-….whl
 
 The release wheels (``vllm`` and ``vllm-omni``, pinned below) are downloaded
 with ``pip download <pkg>==<pin> --no-deps`` into ``.cache/vllm/`` and read **statically**: its Python sources are parsed
@@ -46,8 +46,8 @@ from pathlib import Path
 VLLM_VERSION = "0.33.0"
 """The vLLM release commands are checked against (pinned; README says so)."""
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = Path(__file__).resolve().parent / "data" / "vllm_cli.json"
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "composer" / "data" / "vllm_cli.json"
 CACHE = ROOT / ".cache" / "vllm"
 HELP_CHARS = 400
 
@@ -383,7 +383,7 @@ def generate(wheel: Path, version: str) -> dict:
     return {
         "source": {"package": "vllm", "version": version, "wheel": wheel.name,
                    "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest()},
-        "regenerate": f"python -m composer.vllm_cli_gen --version {version}",
+        "regenerate": f"python -m composer.buildtime.vllm_cli_gen --version {version}",
         "serve": serve_flags(src, types, constants),
         "configs": config_fields(types),
         "env": env_vars(src),
@@ -422,7 +422,7 @@ def fetch(package: str, version: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m composer.vllm_cli_gen", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m composer.buildtime.vllm_cli_gen", description=__doc__.splitlines()[0])
     ap.add_argument("--version", default=VLLM_VERSION, help=f"vLLM release (default: the pin, {VLLM_VERSION})")
     ap.add_argument("--wheel", type=Path, help="a downloaded wheel instead of pip download")
     ap.add_argument("--out", type=Path, default=OUT)
