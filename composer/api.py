@@ -53,3 +53,41 @@ def compose_page(ctx: RecipeContext, query: str | dict | None = None) -> dict:
 def context_from_json(recipe_text: str, catalog_text: str) -> RecipeContext:
     data = json.loads(recipe_text)
     return RecipeContext(data["id"], from_json(Recipe, data["recipe"]), from_json(Catalog, json.loads(catalog_text)))
+
+
+def import_report(text: str, find_context, hint: str | None = None, hardware: str | None = None) -> dict:
+    """Import pasted commands (``composer.importer``): read ``text``, find
+    the recipe by the model the commands serve (``find_context(model_id)`` →
+    a ``RecipeContext`` or None: the CLI looks through a recipes directory,
+    the page offers its own recipe), and report the closest plan with the
+    differences (``ImportReport.to_json``). ``hint``: a query whose hardware
+    wins a tie (the page's plan); ``hardware``: a hardware id to keep. Never
+    raises for any text; problems are in the report."""
+    from composer import importer
+
+    reading = importer.read_text(text)
+    models = importer.model_ids(reading)
+    ctx = find_context(models[0]) if len(models) == 1 else None
+    if ctx is None:
+        problems = list(reading.problems)
+        if len(models) == 1:
+            problems.append(importer.Problem("error", "no-recipe", f"No recipe serves {importer._short(models[0], 80)}."))
+        elif len(models) > 1:
+            problems.append(importer.Problem("error", "two-models", "The commands serve more than one model ("
+                                             + ", ".join(importer._short(m, 50) for m in models[:4])
+                                             + "); paste the commands of one deployment."))
+        elif not any(p.level == "error" for p in problems):
+            problems.append(importer.Problem("error", "no-model", "No model id was found after `vllm serve`."))
+        return importer.ImportReport(None, tuple(problems), reading.commands).to_json()
+    if hardware is not None and hardware not in ctx.catalog.taxonomy.hardware_profiles:
+        hardware = None
+    return importer.import_commands(ctx, reading, hint, hardware).to_json()
+
+
+def compare(ctx: RecipeContext, query_a: str, query_b: str) -> dict:
+    """Two plans side by side (``composer.compare.compare_plans``): per node
+    and role the argv/env differences, per pool capacity and concurrency, the
+    notices only one has. Never raises for any queries."""
+    from composer.compare import compare_plans
+
+    return compare_plans(ctx, query_a, query_b).to_json()

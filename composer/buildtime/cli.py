@@ -1,5 +1,6 @@
-"""``python -m composer RECIPE_ID [--query QUERY] [--format text|json|FORM] [--json] [--explain] [--recipes DIR]``
-and ``python -m composer check [DIR] [--strict]``.
+"""``python -m composer RECIPE_ID [--query QUERY] [--format text|json|FORM] [--json] [--explain] [--compare QUERY] [--recipes DIR]``,
+``python -m composer check [DIR] [--strict]`` and ``python -m composer import [FILE]``
+(``composer.buildtime.import_cli``).
 
 Thin layers over library calls: ``composer.buildtime.checks`` (the very checks the build
 runs) then ``composer.api.compose``. Exit status 0 for a plan without errors,
@@ -147,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["check"]:
         return check_main(argv[1:])
+    if argv[:1] == ["import"]:
+        from composer.buildtime.import_cli import import_main
+        return import_main(argv[1:], DEFAULT_RECIPES)
     ap = argparse.ArgumentParser(prog="python -m composer", description="Compose vLLM launch commands from a recipe.")
     ap.add_argument("recipe_id", help="recipe id, e.g. moonshotai/Kimi-K3")
     ap.add_argument("--query", default="", help="page query, e.g. 'hardware=h200&nodes=2&strategy=multi_node_tp'")
@@ -157,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="the same as --format json")
     ap.add_argument("--explain", action="store_true", help="show which layer set every flag and env var")
     ap.add_argument("--recipes", type=Path, default=DEFAULT_RECIPES, help="recipes directory (default: recipes/)")
+    ap.add_argument("--compare", default=None, metavar="QUERY",
+                    help="show the plan of --query (A) beside QUERY's (B): argv/env per node, capacity, notices")
     args = ap.parse_args(argv)
     try:
         catalog = load_catalog_checked(args.recipes)
@@ -181,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: models/{args.recipe_id}.yaml: {exc} (run `python build.py --recipes {args.recipes}` for every check)", file=sys.stderr)
         return 2
     fmt = args.format or ("json" if args.json else "text")
+    if args.compare is not None:
+        from composer.buildtime.import_cli import print_compare
+        return print_compare(ctx, args.query, args.compare, fmt)
     if fmt in FORMS:
         return print_form(ctx, args.query, fmt)
     if fmt == "json":
