@@ -103,8 +103,10 @@ EFFECT_DIMS: tuple[str, ...] = tuple(d.name for d in sorted((d for d in DIMENSIO
 """Parameters a click's "Also changes …" line names, in URL order."""
 CONTROLS: tuple[str, ...] = tuple(d.name for d in DIMENSIONS if d.legend)
 """Parameters with a page control, in page order."""
-VIEW_PARAMS = ("embed", "theme")
-"""Parameters of the page's view, not of the plan: accepted and ignored by the composer."""
+VIEW_PARAMS = ("embed", "theme", "compare")
+"""Parameters of the page's view, not of the plan: accepted and ignored by the
+composer. ``compare``: the query of plan A that the page shows beside its own
+plan (B), so a comparison is a bookmark (``composer.compare``)."""
 
 POOLS = ("prefill", "decode")
 """The P/D pools, in the order their commands run."""

@@ -440,9 +440,13 @@ def layout_of(cmd: Pasted) -> Optional[Layout]:
     local = s.int("data-parallel-size-local") or dp
     nodes = s.int("nnodes") or (max(1, dp // local) if dp > 1 and local else 1)
     start = s.int("data-parallel-start-rank")
-    rank = s.int("node-rank") if s.int("node-rank") is not None else ((start // local) if start and local else 0)
+    given_rank = s.int("node-rank")
+    rank = given_rank if given_rank is not None else ((start // local) if start and local else 0)
     kv = s.conf("kv-transfer-config")
-    role = {"kv_producer": "prefill", "kv_consumer": "decode"}.get(str(kv.get("kv_role", "")), "")
+    # A MultiConnector's own role is kv_both; its P/D connector says which side this is.
+    nested = (kv.get("kv_connector_extra_config") or {}).get("connectors") if isinstance(kv, Mapping) else None
+    roles = [str(kv.get("kv_role", ""))] + [str(c.get("kv_role", "")) for c in nested or () if isinstance(c, Mapping)]
+    role = next((r for r in ({"kv_producer": "prefill", "kv_consumer": "decode"}.get(x, "") for x in roles) if r), "")
     return Layout(tp, pp, dp, local, bool(s.flag("enable-expert-parallel")), dcp, nodes, rank,
                   bool(s.flag("headless")), role)
 
@@ -600,13 +604,13 @@ def diff_command(mine: Pasted, plan_cmd: Mapping[str, Any], findings: Sequence[F
     env_prov = {e.get("name"): e for e in plan_cmd.get("env_provenance") or ()}
     my_env, their_env = dict(mine.env), dict(plan_cmd.get("env") or {})
     for name in list(their_env) + [k for k in my_env if k not in their_env]:
-        a, b = my_env.get(name), their_env.get(name)
-        if a is not None and b is not None and (a == b or _placeholder_match(b, a)):
+        va, vb = my_env.get(name), their_env.get(name)
+        if va is not None and vb is not None and (va == vb or _placeholder_match(vb, va)):
             continue
         p = env_prov.get(name) or {}
-        change = "value" if a is not None and b is not None else ("missing" if a is None else "extra")
+        change = "value" if va is not None and vb is not None else ("missing" if va is None else "extra")
         cost = next(((f.cost or f.message) for f in findings if name in f.flags), "")
-        out.append(Difference("env", name, change, a, b, f"{p['layer']}: {p['key']}" if p else "", cost))
+        out.append(Difference("env", name, change, va, vb, f"{p['layer']}: {p['key']}" if p else "", cost))
     return out
 
 
@@ -816,13 +820,6 @@ def import_commands(ctx, reading: Reading, hint: str | None = None, hardware: st
     strategies = [o["id"] for o in page["options"].get("strategy", ())] or [None]
     nodes = head.nodes if head and not roles else None
     pools = _pool_params(reading, layouts) if roles else {}
-    starts = []
-    for hw in hw_ids:
-        for sid in strategies:
-            starts.append(q(hardware=hw, strategy=sid, nodes=nodes))
-            if pools:
-                starts.append(q(hardware=hw, strategy=sid, **pools))
-        starts.append(q(hardware=hw))
     hint_hw = _hint_hardware(hint)
     default_hw = evaluate(q())[1]["selection"]["hardware"]
     gpus = head.gpus_per_node if head else None
@@ -833,7 +830,13 @@ def import_commands(ctx, reading: Reading, hint: str | None = None, hardware: st
         per_node = ctx.hw(hw).gpu_count
         return (s, hw != hint_hw, hw != default_hw, per_node != gpus, hw_ids.index(hw) if hw in hw_ids else 99)
 
-    best = min(starts, key=rank)
+    # The strategy on the likeliest hardware (asked, the page's, the
+    # recipe's default), then that strategy on every hardware.
+    first_hw = hardware or (hint_hw if hint_hw in hw_ids else None)
+    shapes = [{"strategy": sid, "nodes": nodes} for sid in strategies] + \
+        ([{"strategy": sid, **pools} for sid in strategies] if pools else []) + [{}]
+    shape = min(shapes, key=lambda sh: rank(q(hardware=first_hw, **sh)))
+    best = min([q(hardware=hw, **shape) for hw in hw_ids] + [q(hardware=first_hw, **shape)], key=rank)
     for _ in range(MAX_STEPS):
         cur = evaluate(best)
         if cur[0] == (0, 0):

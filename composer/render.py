@@ -17,6 +17,12 @@ import json
 
 from jinja2 import BaseLoader, DictLoader, Environment, StrictUndefined, select_autoescape
 
+# Imported here, not where they are used: the worker's memory snapshot holds
+# only the modules imported at boot (its file system has no composer/ after a
+# restore), and "Paste a command" and "Compare with…" run these.
+import composer.compare  # noqa: F401
+import composer.importer  # noqa: F401
+
 FRAGMENTS = ("controls", "summary", "notices", "capacity", "placeholders", "commands", "extras", "checkpoint")
 """Containers of recipe.html (element ids) whose inner HTML the worker renders;
 each is the macro ``<name>_block`` of ``_macros.html``."""
@@ -40,6 +46,10 @@ class PageRenderer:
     def __init__(self, env: Environment) -> None:
         self.env = env
         self.macros = env.get_template(MACROS).module
+
+    def macro(self, name: str, value: dict) -> str:
+        """The HTML of macro ``name`` of ``_macros.html`` for ``value``."""
+        return str(getattr(self.macros, name)(value))
 
     def fragments(self, view: dict, names=FRAGMENTS) -> dict[str, str]:
         """``{fragment name: inner HTML}`` for every name in ``names``."""
@@ -104,3 +114,30 @@ def controls_json(recipe_json: str, catalog_json: str, query: str | None) -> str
     # The queries a next click can send: the worker composes their plans ahead.
     nxt = [o["query"] for items in options.values() for o in items if not o["disabled"] and not o["selected"]]
     return json.dumps({"fragments": _renderer().fragments(view, ("controls",)), "next": nxt})
+
+
+def import_json(recipe_json: str, catalog_json: str, text: str, hint: str | None = None) -> str:
+    """The page's "Paste a command": the import report of ``text`` against
+    this page's recipe (``composer.api.import_report``; a model this recipe
+    does not serve is a problem of the report), rendered with the macro
+    ``import_block``: JSON ``{report, fragments: {import}}``. ``hint``: the
+    query of the plan on screen (its hardware wins a tie). The text stays in
+    the browser: it is an argument here, never part of a URL."""
+    from composer.api import context_from_json, import_report
+    from composer.importer import variant_of
+
+    ctx = context_from_json(recipe_json, catalog_json)
+    report = import_report(text, lambda model: ctx if variant_of(ctx, model) is not None else None, hint)
+    html = _renderer().macro("import_block", report)
+    return json.dumps({"report": report, "fragments": {"import": html}})
+
+
+def compare_json(recipe_json: str, catalog_json: str, query_a: str, query_b: str) -> str:
+    """The page's "Compare with…": plan A (``query_a``, the kept plan) beside
+    plan B (``query_b``, the plan on screen), ``composer.api.compare``,
+    rendered with the macro ``compare_block``: JSON ``{comparison, fragments: {compare}}``."""
+    from composer.api import compare, context_from_json
+
+    ctx = context_from_json(recipe_json, catalog_json)
+    c = compare(ctx, query_a, query_b)
+    return json.dumps({"comparison": c, "fragments": {"compare": _renderer().macro("compare_block", c)}})

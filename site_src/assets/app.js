@@ -57,9 +57,12 @@
     return raw.split("&").filter((part) => {
       let key = part.split("=")[0].replace(/\+/g, " ");
       try { key = decodeURIComponent(key); } catch (err) { /* kept as written */ }
-      return key !== "embed" && key !== "theme";
+      return key !== "embed" && key !== "theme" && key !== "compare";
     }).join("&");
   }
+  // compare=<query of plan A>: the comparison the page shows (a view parameter).
+  const compareParam = new URLSearchParams(location.search).get("compare");
+  if (compareParam && compareParam.length <= 8192) view.compare = compareParam;
   if (view.embed) {
     document.documentElement.classList.add("embed");
     // The content's own height (the bottom of #app), never the document's
@@ -378,6 +381,7 @@
     const url = location.pathname + withView(plan.url) + location.hash;
     if (push) history.pushState({q: plan.query}, "", url);
     else history.replaceState({q: plan.query}, "", url);
+    refreshCompare();
     if (clickAt !== null) {  // click → plan on screen, read by `make bench`
       app.dataset.clickMs = (performance.now() - clickAt).toFixed(1);
       controlsClickAt = clickAt;
@@ -490,6 +494,8 @@
         received(msg.id, JSON.parse(msg.view));
       } else if (msg.type === "controls") {
         receivedControls(msg.id, JSON.parse(msg.view));
+      } else if (msg.type === "import" || msg.type === "compare" || msg.type === "tool-error") {
+        toolReply(msg);
       } else if (msg.type === "error") {
         // Keep the page true to the command it shows: undo the click, say why.
         pushes.delete(msg.id);
@@ -533,6 +539,8 @@
     setStatus("ready", msg.mode === "cold" ? `Running without the fast start (${why}).` : "");
     const next = pending || {query: planQuery(location.search), push: false};
     pending = null;
+    if (pendingImport) { pendingImport = false; runImport(); }
+    if (view.compare && next.query === "" && !next.push && planQuery(location.search) === "") refreshCompare();
     if (next.query === "" && !next.push && planQuery(location.search) === "") {
       app.dataset.ready = "true";  // the pre-rendered default is this URL's plan
       return;
@@ -559,6 +567,101 @@
     for (const fs of form.querySelectorAll("fieldset")) fs.disabled = true;  // nothing can be composed now
     setPreview(false);
     output.classList.add("default-only");
+  }
+
+  // ----- tools: paste a command, compare two plans -------------------------
+  // The pasted text goes to the worker only (composer.importer runs there);
+  // it is never put in the URL, storage or any request. The comparison's
+  // plan A is the view parameter compare=<query>, plan B the page's plan.
+  const importText = document.getElementById("import-text");
+  const importStatus = document.getElementById("import-status");
+  let toolSeq = 0;
+  const toolLatest = {import: 0, compare: 0};
+  function sendTool(msg) {
+    if (!viewFn) return false;
+    const id = ++toolSeq;
+    toolLatest[msg.type] = id;
+    worker.postMessage({...msg, id});
+    return true;
+  }
+  function runImport() {
+    if (!importText) return;
+    const text = importText.value;
+    app.dataset.importReady = "false";
+    if (!sendTool({type: "import", text, hint: plan.query || ""})) {
+      importStatus.textContent = "The composer is still loading; your text will be read as soon as it is ready…";
+      pendingImport = true;
+      return;
+    }
+    importStatus.textContent = "Reading your commands…";
+  }
+  let pendingImport = false;
+  function refreshCompare() {
+    const box = document.getElementById("compare");
+    if (!box) return;
+    if (!view.compare) {
+      box.innerHTML = "";
+      return;
+    }
+    app.dataset.compareReady = "false";
+    sendTool({type: "compare", a: view.compare, b: plan.query || ""});
+  }
+  function toolReply(msg) {
+    const kind = msg.tool || msg.type;
+    if (msg.id !== toolLatest[kind]) return;  // a newer request is on its way
+    if (msg.type === "tool-error") {
+      const last = String(msg.error).trim().split("\n").pop();
+      if (kind === "import") importStatus.textContent = "Your commands could not be read (" + last + ").";
+      else document.getElementById("compare").textContent = "The comparison failed (" + last + ").";
+      return;
+    }
+    const data = JSON.parse(msg.view);
+    if (msg.type === "import") {
+      document.getElementById("import").innerHTML = data.fragments.import;
+      importStatus.textContent = "";
+      app.dataset.importReady = "true";
+    } else {
+      document.getElementById("compare").innerHTML = data.fragments.compare;
+      app.dataset.compareReady = "true";
+    }
+  }
+  function setCompare(query) {
+    if (query) view.compare = query;
+    else delete view.compare;
+    history.replaceState(history.state, "", location.pathname + withView(plan.url || "") + location.hash);
+    refreshCompare();
+  }
+  if (importText) {
+    document.getElementById("import-run").addEventListener("click", runImport);
+    // Handed over by the index page's paste box (this tab's session storage), read once.
+    let handed = null;
+    try {
+      handed = sessionStorage.getItem("vllm-configurator:import");
+      sessionStorage.removeItem("vllm-configurator:import");
+    } catch (err) { /* storage off */ }
+    if (handed) {
+      importText.value = handed;
+      document.getElementById("import-box").open = true;
+      runImport();
+    }
+    // A link in the report opens its plan on this page (same as a click on the controls).
+    document.getElementById("import").addEventListener("click", (ev) => {
+      const a = ev.target.closest("a[href^='?']");
+      if (!a || !viewFn) return;
+      ev.preventDefault();
+      apply(a.getAttribute("href").slice(1), true);
+      document.getElementById("output").scrollIntoView({block: "start"});
+    });
+  }
+  const compareStart = document.getElementById("compare-start");
+  if (compareStart) {
+    compareStart.addEventListener("click", () => {
+      if (!viewFn || preview) return;
+      setCompare((plan.share_url || plan.url || "").replace(/^\?/, ""));
+    });
+    document.getElementById("compare").addEventListener("click", (ev) => {
+      if (ev.target.closest("#compare-stop")) setCompare(null);
+    });
   }
 
   // A runtime file that never arrives (or a wasm module that fails to

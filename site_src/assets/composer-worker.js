@@ -94,12 +94,30 @@ async function boot(msg) {
   const planFn = render.plan_json, controlsFn = render.controls_json;
   planJson = (query) => planFn(recipeText, catalogText, query);
   controlsJson = (query) => controlsFn(recipeText, catalogText, query);
+  toolFns = {importJson: (text, hint) => render.import_json(recipeText, catalogText, text, hint || null),
+             compareJson: (a, b) => render.compare_json(recipeText, catalogText, a, b)};
   const ms = Math.round(performance.now() - t0);
   self.postMessage({type: "ready", mode: msg.mode, ms, timings: {runtime: Math.round(tRuntime), ready: ms}});
 }
 
+// Import and compare (the page's tools): {type:"import", id, text, hint} →
+// {type:"import", id, view} (composer.render.import_json: the pasted text is
+// only an argument, it never leaves the page); {type:"compare", id, a, b} →
+// {type:"compare", id, view} (compare_json); {type:"tool-error", id, tool, error}.
+let toolFns = null;
+async function tool(msg) {
+  try { await ready; } catch (err) { return; }
+  try {
+    const view = msg.type === "import" ? toolFns.importJson(msg.text, msg.hint) : toolFns.compareJson(msg.a, msg.b);
+    self.postMessage({type: msg.type, id: msg.id, view});
+  } catch (err) {
+    self.postMessage({type: "tool-error", id: msg.id, tool: msg.type, error: String((err && err.message) || err)});
+  }
+}
+
 self.onmessage = async (ev) => {
   const msg = ev.data;
+  if (msg.type === "import" || msg.type === "compare") return tool(msg);
   if (msg.type === "init") {
     ready = boot(msg).catch((err) => {
       self.postMessage({type: "failed", stage: err.stage || "runtime", error: String((err && err.message) || err)});

@@ -88,3 +88,54 @@
   form.addEventListener("change", apply);
   apply();
 })();
+
+// "Paste a command": find the recipe by the model the pasted `vllm serve`
+// lines serve (a recipe id or a variant's checkpoint id, any case: the
+// build's #model-pages map), hand the text to that recipe page through this
+// tab's session storage (never a URL, never a request) and open it; the
+// recipe page's worker reads it with composer.importer.
+(function () {
+  const run = document.getElementById("import-run");
+  const map = document.getElementById("model-pages");
+  if (!run || !map) return;
+  const pages = JSON.parse(map.textContent);
+  const status = document.getElementById("import-status");
+  // The model a command serves: the word after `serve`, or after --model
+  // (the api_server entrypoint), or after a vLLM image in `docker run`.
+  function models(text) {
+    const found = [];
+    const words = text.replace(/\\\n/g, " ").split(/\s+/).map((w) => w.replace(/^['"]|['"]$/g, ""));
+    for (let i = 0; i < words.length - 1; i++) {
+      const w = words[i], next = words[i + 1];
+      const hit = (w === "serve" && words[i - 1] === "vllm") || w === "--model" || /^[\w.-]+\/vllm-openai[\w.-]*(:[\w.-]+)?$/.test(w);
+      if (hit && next && !next.startsWith("-")) found.push(next.split("=").pop());
+      if (w.startsWith("--model=")) found.push(w.slice(8));
+    }
+    return [...new Set(found)];
+  }
+  run.addEventListener("click", () => {
+    const text = document.getElementById("import-text").value;
+    if (text.length > 100000) {
+      status.textContent = `The text is ${text.length} characters long; at most 100,000 are read. Paste only the commands.`;
+      return;
+    }
+    const ids = models(text);
+    const known = ids.filter((m) => Object.prototype.hasOwnProperty.call(pages, m.toLowerCase()));
+    const targets = [...new Set(known.map((m) => pages[m.toLowerCase()]))];
+    if (!ids.length) {
+      status.textContent = "No `vllm serve MODEL` was found in the text.";
+    } else if (targets.length > 1) {
+      status.textContent = "The commands serve models of more than one recipe; paste the commands of one deployment.";
+    } else if (!targets.length) {
+      status.textContent = "No recipe here serves " + ids[0].slice(0, 80) + ".";  // textContent: shown as text
+    } else {
+      try {
+        sessionStorage.setItem("vllm-configurator:import", text);
+      } catch (err) {
+        status.textContent = "This browser keeps no session storage; open the recipe page and paste the text there.";
+        return;
+      }
+      location.href = new URL(targets[0], location.href).href;
+    }
+  });
+})();
