@@ -44,9 +44,9 @@ from composer import vllm_cli
 from composer.argv import ArgvError, Unit, is_flag_token, parse_tokens
 
 LIMITS: Mapping[str, int] = {
-    "text_chars": 100_000,   # the whole pasted text
+    "text_chars": 400_000,   # the whole pasted text
     "line_chars": 20_000,    # one logical line (after joining ``\\`` continuations)
-    "commands": 64,          # commands read from one text
+    "commands": 256,         # commands read from one text (our largest plans: 16 nodes × KV-store instances)
     "tokens": 2_000,         # words of one command
 }
 """Size limits of ``read_text``: text beyond them is refused with a message
@@ -678,6 +678,8 @@ def score(reading: Reading, plan: Mapping[str, Any]) -> float:
 
 MAX_STEPS = 12
 """Steps of the option-by-option search (each tries every option of a page)."""
+SIDEWAYS = 2
+"""Of those, steps to an as-close plan when no option is closer."""
 
 
 @dataclass(frozen=True)
@@ -749,17 +751,24 @@ class ImportReport:
         }
 
 
-def variant_of(ctx, model: str) -> Optional[str]:
-    """The variant key of ``ctx``'s recipe whose checkpoint is ``model`` (any
-    case): ``"default"`` for the recipe's own id, None when the recipe does
-    not serve it."""
+def variants_of(ctx, model: str) -> tuple[str, ...]:
+    """The variant keys of ``ctx``'s recipe whose checkpoint is ``model`` (any
+    case; several variants may serve one checkpoint, e.g. one with
+    ``--quantization fp8``): ``("default",)`` for the recipe's own id, ``()``
+    when the recipe does not serve it."""
     low = model.lower()
-    for key in ctx.recipe.variants:
-        if ctx.model_id(key).lower() == low:
-            return key
+    keys = tuple(k for k in ctx.recipe.variants if ctx.model_id(k).lower() == low)
+    if keys:
+        return keys
     if ctx.recipe.model.model_id.lower() == low or ctx.recipe_id.lower() == low:
-        return "default" if "default" in ctx.recipe.variants or not ctx.recipe.variants else next(iter(ctx.recipe.variants))
-    return None
+        return ("default",) if "default" in ctx.recipe.variants or not ctx.recipe.variants else (next(iter(ctx.recipe.variants)),)
+    return ()
+
+
+def variant_of(ctx, model: str) -> Optional[str]:
+    """The first of ``variants_of``, or None."""
+    keys = variants_of(ctx, model)
+    return keys[0] if keys else None
 
 
 def import_commands(ctx, reading: Reading, hint: str | None = None, hardware: str | None = None) -> ImportReport:
@@ -783,7 +792,8 @@ def import_commands(ctx, reading: Reading, hint: str | None = None, hardware: st
     if not models:
         problems.append(Problem("error", "no-model", "No model id was found after `vllm serve`."))
         return ImportReport(ctx.recipe_id, tuple(problems), reading.commands)
-    variant = variant_of(ctx, models[0])
+    variants = variants_of(ctx, models[0])
+    variant = variants[0] if variants else None
     if variant is None:
         served = sorted({ctx.model_id(k) for k in ctx.recipe.variants} | {ctx.recipe.model.model_id})
         problems.append(Problem("error", "other-model", f"This recipe ({ctx.recipe_id}) serves {', '.join(served)}; "
@@ -805,7 +815,7 @@ def import_commands(ctx, reading: Reading, hint: str | None = None, hardware: st
     def evaluate(query: str) -> tuple[tuple[float, int], dict]:
         if query not in plans:
             plan = compose(ctx, query, every_form=False)
-            s = score(reading, plan) + (100 if plan["selection"].get("variant") != variant else 0)
+            s = score(reading, plan) + (100 if plan["selection"].get("variant") not in variants else 0)
             plans[query] = ((s, int(plan["status"] == "error")), plan)
         return plans[query]
 
@@ -836,7 +846,11 @@ def import_commands(ctx, reading: Reading, hint: str | None = None, hardware: st
     shapes = [{"strategy": sid, "nodes": nodes} for sid in strategies] + \
         ([{"strategy": sid, **pools} for sid in strategies] if pools else []) + [{}]
     shape = min(shapes, key=lambda sh: rank(q(hardware=first_hw, **sh)))
-    best = min([q(hardware=hw, **shape) for hw in hw_ids] + [q(hardware=first_hw, **shape)], key=rank)
+    best = min([q(hardware=hw, **shape) for hw in hw_ids] + [q(hardware=first_hw, **shape)]
+               + [q(hardware=first_hw, variant=v, **shape) for v in variants[1:]], key=rank)
+    seen = {evaluate(best)[1]["share_url"]}
+    sideways = 0
+    found = best  # the closest plan so far: a sideways step that leads nowhere is undone
     for _ in range(MAX_STEPS):
         cur = evaluate(best)
         if cur[0] == (0, 0):
@@ -853,14 +867,27 @@ def import_commands(ctx, reading: Reading, hint: str | None = None, hardware: st
             pinned = parse_query(cur[1]["share_url"])
             swaps = [pinned.with_values(hardware=h).query() for h in hw_ids if h and h != cur[1]["selection"]["hardware"]]
             better = min(swaps, key=lambda t: evaluate(t)[0], default=None)
-            if better is None or evaluate(better)[0] >= cur[0]:
+        if better is None or evaluate(better)[0] >= cur[0]:
+            # A plateau: one choice may need another before it shows (a
+            # feature on, then its mode). Take an as-close plan not seen yet,
+            # at most SIDEWAYS times.
+            # Of those, the one whose differences are most often other values
+            # of the same flags (a flag present with another value is nearer).
+            level = [t for t in tried if evaluate(t)[0] == cur[0] and evaluate(t)[1]["share_url"] not in seen]
+            if not level or sideways >= SIDEWAYS:
                 break
+            sideways += 1
+            better = min(level, key=lambda t: sum(d.change != "value" for p in match_commands(reading, evaluate(t)[1])[0]
+                                                  for d in p.differences))
         best = better
-    s, plan = evaluate(best)
+        seen.add(evaluate(best)[1]["share_url"])
+        if evaluate(best)[0] < evaluate(found)[0]:
+            found = best
+    s, plan = evaluate(found)
     # vLLM's start-up rules again, now that the hardware (memory, platform) and the model's facts are known.
     from composer.launch import plan_targets
     from composer.model_facts import model_facts
-    facts, targets = model_facts(ctx, variant), plan_targets(ctx, plan)
+    facts, targets = model_facts(ctx, plan["selection"].get("variant")), plan_targets(ctx, plan)
     for i in serve:
         pool = {"prefill": "prefill", "decode": "decode"}.get(layouts[i].role) if i in layouts else None
         findings[i] = check_pasted(reading.commands[i], facts, targets.get(pool) or targets.get(None))

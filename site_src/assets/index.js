@@ -115,8 +115,8 @@
   }
   run.addEventListener("click", () => {
     const text = document.getElementById("import-text").value;
-    if (text.length > 100000) {
-      status.textContent = `The text is ${text.length} characters long; at most 100,000 are read. Paste only the commands.`;
+    if (text.length > 400000) {
+      status.textContent = `The text is ${text.length} characters long; at most 400,000 are read. Paste only the commands.`;
       return;
     }
     const ids = models(text);
