@@ -12,8 +12,12 @@ TEST_WORKERS ?= 3
 
 .PHONY: serve test build bench clean
 
+# `make serve RECIPES=../shared/upstream-recipes` (or a clone of vllm-project/recipes) serves
+# another recipes directory: its problems are listed and the good recipes built (--keep-going).
+RECIPES ?=
+
 serve: .venv/.installed node_modules/.installed
-	$(PY) build.py --strict --serve --port $(PORT)
+	$(PY) build.py $(if $(RECIPES),--recipes $(RECIPES) --keep-going --out .cache/site-recipes,--strict) --serve --port $(PORT)
 
 build: .venv/.installed node_modules/.installed
 	$(PY) build.py --strict

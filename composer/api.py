@@ -45,7 +45,7 @@ def compose_page(ctx: RecipeContext, query: str | dict | None = None) -> dict:
     help) and ``kinds`` (how each group is drawn, ``group_kinds``). The page
     renders it with the macros of ``site_src/_macros.html``."""
     plan, sel, canon = plan_and_selection(ctx, query)
-    return {**to_json(plan), "options": to_json(build_options(ctx, sel, canon)), "groups": groups(ctx),
+    return {**to_json(plan), "options": to_json(build_options(ctx, sel, canon, plan.notices)), "groups": groups(ctx),
             "kinds": group_kinds(ctx)}
 
 

@@ -74,11 +74,19 @@ def resolved_selection(ctx: RecipeContext, values: dict[str, str]) -> Selection:
 
 
 def raise_reason(notices, asked: int, got: int) -> str:
-    """Why a node count would not be kept, for a disabled option's tooltip (the
-    ``reason`` of the resolver's nodes-raised/-lowered notice)."""
+    """Why a node count would not be kept, for a disabled option's tooltip:
+    that count's own problem from the ``reason`` of the resolver's
+    nodes-raised/-lowered notice (which lists every count up to the one that
+    works as ``"<k> nodes: …"``), never "becomes" (the option is disabled;
+    issue 21)."""
+    import re
+
     for n in notices:
         if n.code in ("nodes-raised", "nodes-lowered") and n.reason:
-            return f"Becomes {got}: {n.reason}"
+            parts = re.split(r"(?:^| )(\d+) nodes: ", n.reason)
+            own = {int(k): why.strip() for k, why in zip(parts[1::2], parts[2::2])}
+            lowered = re.sub(r" No larger count up to \d+ works\.$", "", parts[0].strip())
+            return own.get(asked) or (lowered if n.code == "nodes-lowered" else "") or n.reason
     return f"{asked} node(s) cannot run this deployment; it needs {got}."
 
 

@@ -442,6 +442,9 @@ class RecipeContext:
             return None
         gate = self.recipe.kv_cache_strategy_hardware.get(kid, {})
         if gate.get(hw_id) == "unsupported":
+            if all(gate.get(h) == "unsupported" for h in self.listed_hardware):
+                # Marked unsupported on every GPU the page lists: naming one would mislead (issue 21).
+                return f"This model's recipe does not support {label} on any hardware."
             return f"This model's recipe does not support {label} on {hw.display_name}."
         if not hw.scalable or hw.brand not in ("NVIDIA", "AMD"):
             return f"{label} needs clusterable NVIDIA or AMD hardware."

@@ -13,18 +13,20 @@ from composer.modes import default_mode, format_fmode, mode_block_reason, mode_l
 from composer.outputs import Option
 from composer.parallel import KINDS
 from composer.query import SCHEMA_VERSION, Request, parse_query
-from composer.resolve import feature_label, pd_modes
+from composer.resolve import feature_label, pd_modes, recommend
 
 
 PD_KEYS = dict(prefill_mode=None, prefill_nodes=None, decode_mode=None, decode_nodes=None)
 """The P/D pool parameters, cleared together when a click changes the deployment's shape."""
 
 
-def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[str, tuple[Option, ...]]:
+def build_options(ctx: RecipeContext, sel: Selection, canon: Request, notices=()) -> dict[str, tuple[Option, ...]]:
     """Every control of the page (query parameter → its options in order,
     the groups in page order: ``BUILDERS``) with each option's state:
     selected, disabled (and why), default, changed, what else a click
-    switches, and the query a click produces."""
+    switches, and the query a click produces. ``notices`` (the plan's
+    ``Notice`` list) mark a chosen Advanced knob whose value a later layer
+    replaced (``lost``)."""
     base = canon.with_values(v=SCHEMA_VERSION)
     opts: dict[str, list[dict]] = {}
     for _, builder in BUILDERS:
@@ -32,8 +34,71 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
     for items in opts.values():
         for item in items:
             item.setdefault("description", "")
+    lost = lost_choices(notices)
+    for item in opts.get("advanced", ()):
+        if item["selected"] and item["id"] in lost:
+            item["lost"] = "Replaced by " + "; ".join(lost[item["id"]])
     _mark_defaults_and_effects(ctx, sel, opts)
     return {dim: tuple(Option(**item) for item in items) for dim, items in opts.items()}
+
+
+def why_lines(options) -> list[tuple[str, str]]:
+    """The "Why N unavailable" list of a group: one ``(labels, reason)`` line
+    per distinct reason, in option order (README: "one line per distinct
+    reason"). Reasons that differ only in their numbers are one line, the
+    numbers that vary given as a range or a short list ("TP 24–128 does not
+    divide …"), the labels too ("3, 5–7, 9–16")."""
+    import re
+
+    groups: dict[str, list] = {}
+    for o in options:
+        if not o.get("disabled") or not o.get("reason"):
+            continue
+        groups.setdefault(re.sub(r"\d+(?:\.\d+)?", "#", o["reason"]), []).append(o)
+    out = []
+    for shape, opts in groups.items():
+        texts = [o["reason"] for o in opts]
+        numbers = [re.findall(r"\d+(?:\.\d+)?", t) for t in texts]
+        pieces = shape.split("#")
+        reason = pieces[0]
+        for i, piece in enumerate(pieces[1:]):
+            reason += _span([n[i] for n in numbers]) + piece
+        out.append((_span([str(o["label"]) for o in opts], labels=True), reason))
+    return out
+
+
+def _span(values: list[str], labels: bool = False) -> str:
+    """Distinct ``values`` in order, as one value, a short list, or a range
+    (integers; runs of consecutive labels become ``a–b``)."""
+    distinct = list(dict.fromkeys(values))
+    if len(distinct) == 1:
+        return distinct[0]
+    if all(v.isdigit() for v in distinct):
+        nums = [int(v) for v in distinct]
+        if labels:
+            runs: list[list[int]] = []
+            for n in nums:
+                if runs and n == runs[-1][-1] + 1:
+                    runs[-1].append(n)
+                else:
+                    runs.append([n])
+            return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+        if len(nums) > 4:
+            return f"{min(nums)}–{max(nums)}"
+    return ", ".join(distinct)
+
+
+def lost_choices(notices) -> dict[str, list[str]]:
+    """Advanced knob id → who replaced its value, from the plan's
+    ``value-replaced`` notices (``subject`` ``advanced``, ``old`` the knob,
+    ``reason`` the winner: ``composer.plan._replacement_notices``), in order,
+    each once."""
+    out: dict[str, list[str]] = {}
+    for n in notices:
+        if n.code == "value-replaced" and n.subject == "advanced" and n.old and n.reason:
+            if n.reason not in out.setdefault(n.old, []):
+                out[n.old].append(n.reason)
+    return out
 
 
 def _hardware(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
@@ -116,6 +181,8 @@ def _strategy(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, li
     deploy = ctx.strategy(sel.strategy).deploy_type
     hwp = ctx.hw(sel.hardware)
     weights = ctx.weights_gb(sel.variant)
+    supported = [s for s in ctx.strategies if ctx.strategy_block_reason(s, sel.hardware) is None]
+    best = recommend(ctx, sel.hardware, sel.variant, None, supported)
     items = []
     for s in ctx.strategies:
         st = ctx.strategy(s)
@@ -136,7 +203,8 @@ def _strategy(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, li
             "id": s, "label": ctx.strategy_label(s), "description": desc,
             "verified": ctx.is_verified(sel.hardware) and any(
                 c.hardware == sel.hardware and c.strategy == s for c in ctx.recipe.meta.verified_configs),
-            "deploy_type": st.deploy_type, "min_gpus": floor,
+            "deploy_type": st.deploy_type, "min_gpus": floor, "orientation": st.orientation,
+            "recommended": s == best and reason is None,
             "selected": s == sel.strategy, "disabled": reason is not None, "reason": reason,
             "query": query.query(),
         })

@@ -73,6 +73,89 @@ COMPONENT = "app.kubernetes.io/component"
 WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 GPU_LABEL = "recipes.vllm.ai/gpu"
 PARAM = "PARAMETER"
+LWS_RELEASE = "v0.9.0"
+"""The LeaderWorkerSet release the manifests are written for: v0.9.0 bundles
+the DisaggregatedSet API P/D plans use (README "Deploy on Kubernetes")."""
+LWS_INSTALL = (f"kubectl apply --server-side -f https://github.com/kubernetes-sigs/lws/releases/download/"
+               f"{LWS_RELEASE}/manifests.yaml")
+PINNED_REPOS = ("vllm/vllm-openai", "vllm/vllm-openai-rocm")
+"""vLLM's own images that are published per release as ``:v<version>``
+(the ``:latest`` the Docker form pulls is pinned here for an operator)."""
+DEVICE_PLUGINS = {
+    "nvidia": "the NVIDIA GPU Operator or NVIDIA device plugin (advertises nvidia.com/gpu)",
+    "amd": "the AMD GPU device plugin or AMD GPU Operator (advertises amd.com/gpu)",
+    "tpu": "GKE TPU node pools (advertise google.com/tpu)",
+}
+RDMA_EXAMPLE = "rdma/rdma_shared_device_a: 1"
+"""A named example of an RDMA device resource: the one the NVIDIA Network
+Operator's k8s-rdma-shared-dev-plugin advertises in its default config."""
+CPU_PER_GPU, MEM_GI_PER_GPU, SHM_GI_PER_GPU = 4, 16, 2
+"""Requests per GPU of a pod (starting points, marked PARAMETER): CPU cores for
+the rank's process, the API server and tokenizers; GiB of host memory for
+loading weights and the process (plus /dev/shm, which counts toward it, and
+any KV offload buffer); GiB of memory-backed /dev/shm for NCCL and vLLM's
+shared-memory broadcast."""
+
+
+def pinned_image(image: str, release: str) -> str:
+    """``image`` with a ``:latest`` tag of vLLM's own images (``PINNED_REPOS``)
+    pinned to ``:v<release>``, the vLLM release the commands are checked
+    against; any other image (the recipe's own, ``:nightly``, a CPU or TPU
+    image) unchanged."""
+    repo, sep, tag = image.rpartition(":")
+    if sep and repo in PINNED_REPOS and tag == "latest":
+        return f"{repo}:v{release}"
+    return image
+
+
+def _gi(value: float) -> str:
+    return f"{max(1, math.ceil(value))}Gi"
+
+
+def _kv_host_gib(cmd: Command, gpus: int) -> float:
+    """Host memory a KV offload connector pins in this pod, in GiB: its
+    ``--kv-transfer-config`` ``cpu_bytes_to_use_per_rank`` × the pod's GPU
+    ranks (or ``cpu_bytes_to_use`` in total), else 0."""
+    raw = flag_value(list(cmd.argv), "--kv-transfer-config")
+    try:
+        extra = json.loads(raw).get("kv_connector_extra_config", {}) if raw else {}
+    except (ValueError, AttributeError):
+        return 0.0
+    if not isinstance(extra, dict):
+        return 0.0
+    per_rank = extra.get("cpu_bytes_to_use_per_rank")
+    if isinstance(per_rank, (int, float)):
+        return per_rank * gpus / 2 ** 30
+    total = extra.get("cpu_bytes_to_use")
+    return total / 2 ** 30 if isinstance(total, (int, float)) else 0.0
+
+
+def network_needs(layouts: dict) -> list[str]:
+    """What traffic of the plan crosses nodes and what network it needs, one
+    sentence per pool or deployment (``layouts``: pool or None → Layout):
+    TP across nodes all-reduces every layer (InfiniBand or RoCE); expert
+    parallelism across nodes exchanges tokens every MoE layer (RDMA); pipeline
+    stages pass activations (RDMA recommended); P/D moves the KV cache between
+    pools over NIXL (RDMA recommended). Empty for one node."""
+    out = []
+    for pool, lay in layouts.items():
+        where = f"The {pool} pool" if pool else "The deployment"
+        if lay.nodes < 2:
+            continue
+        if lay.tp > lay.used_per_node:
+            out.append(f"{where} runs TP {lay.tp} across {lay.nodes} nodes: every layer's all-reduce crosses nodes, so it "
+                       "needs InfiniBand or RoCE (RDMA) between the GPU nodes; over the pod network (TCP) it runs many "
+                       "times slower.")
+        elif lay.mode in ("dep", "tep"):
+            out.append(f"{where} runs expert parallelism across {lay.nodes} nodes: every MoE layer exchanges tokens "
+                       "between nodes, so it needs RDMA (InfiniBand or RoCE) to be fast.")
+        elif lay.pp > 1:
+            out.append(f"{where} runs {lay.pp} pipeline stages across nodes: activations pass between nodes; RDMA is "
+                       "recommended, TCP works.")
+    if "prefill" in layouts:
+        out.append("P/D moves each prompt's KV cache from the prefill to the decode pool over NIXL: RDMA (UCX over "
+                   "InfiniBand or RoCE) is recommended; over TCP the transfer adds latency.")
+    return out
 
 
 class K8sError(ValueError):
@@ -197,12 +280,24 @@ def _vllm_container(form: _Form, name: str, image: str, cmd: Command, sub_args: 
         for i, text in env_notes.items():
             notes[path + ("env", i)] = text
     res: dict[str, Any] = {}
+    per = max(1, gpus)
+    kv_gib = _kv_host_gib(cmd, per)
+    requests: dict[str, Any] = {"cpu": str(CPU_PER_GPU * per), "memory": _gi(MEM_GI_PER_GPU * per + SHM_GI_PER_GPU * per + kv_gib)}
+    cpu_note = [f"{PARAM} cpu-memory: requests of {CPU_PER_GPU} CPU cores and {MEM_GI_PER_GPU} GiB per GPU, plus the "
+                f"/dev/shm volume ({SHM_GI_PER_GPU} GiB per GPU, memory-backed, so it counts here)"
+                + (f" and {kv_gib:g} GiB the KV offload connector pins" if kv_gib else "")
+                + "; a starting point: raise them to what your nodes can give. No memory limit, so loading the "
+                "weights is never OOM-killed."]
     if brand in GPU_RESOURCE and gpus:
-        res = {"limits": {GPU_RESOURCE[brand]: gpus}, "requests": {GPU_RESOURCE[brand]: gpus}}
-        c["resources"] = res
-        notes[path + ("resources",)] = [f"{gpus} GPU(s) per pod: the GPUs of one node this command runs ranks on."] + (
-            [f"{PARAM} rdma: add your cluster's RDMA device resource under limits and requests "
-             "(e.g. the name your RDMA device plugin advertises); without it NCCL falls back to TCP."] if multi_node else [])
+        res = {"limits": {GPU_RESOURCE[brand]: gpus}, "requests": {GPU_RESOURCE[brand]: gpus, **requests}}
+        notes[path + ("resources",)] = [f"{gpus} GPU(s) per pod: the GPUs of one node this command runs ranks on."] + cpu_note + (
+            [f"{PARAM} rdma: for RDMA between nodes add your RDMA device resource under limits and requests, e.g. "
+             f"{RDMA_EXAMPLE} (the NVIDIA Network Operator's RDMA shared device plugin); without it, or the "
+             "host-network parameter, NCCL and NIXL fall back to TCP over the pod network."] if multi_node else [])
+    else:
+        res = {"requests": requests}
+        notes[path + ("resources",)] = cpu_note
+    c["resources"] = res
     if serves:
         c["ports"] = [{"name": "http", "containerPort": port}]
         c["startupProbe"] = _probe(port, periodSeconds=10, failureThreshold=360)
@@ -219,8 +314,10 @@ def _vllm_container(form: _Form, name: str, image: str, cmd: Command, sub_args: 
     return c
 
 
-def _volumes(form: _Form, extra: list[dict]) -> list[dict]:
-    return [{"name": "dshm", "emptyDir": {"medium": "Memory"}},
+def _volumes(form: _Form, extra: list[dict], gpus: int = 1) -> list[dict]:
+    """The pod's volumes: /dev/shm in memory with a size limit
+    (``SHM_GI_PER_GPU`` per GPU), the shared Hugging Face cache claim, ``extra``."""
+    return [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": _gi(SHM_GI_PER_GPU * max(1, gpus))}},
             {"name": "hf-cache", "persistentVolumeClaim": {"claimName": f"{form.base}-hf-cache"}}] + extra
 
 
@@ -229,8 +326,13 @@ def _mounts(extra: list[dict]) -> list[dict]:
 
 
 def _pod_spec(form: _Form, containers: list[dict], volumes: list[dict], notes: dict, path: tuple, gpu: Optional[str],
-              hw_label: str) -> dict:
+              hw_label: str, multi_node: bool = False) -> dict:
     spec: dict[str, Any] = {}
+    if multi_node:
+        notes[path + ("containers",)] = [
+            f"{PARAM} host-network: instead of an RDMA device resource, hostNetwork: true with dnsPolicy: "
+            "ClusterFirstWithHostNet here gives the pods the nodes' own NICs (InfiniBand or RoCE); then set "
+            "network-interface to the node's interface and keep one such pod per node."]
     if gpu is not None:
         spec["nodeSelector"] = {GPU_LABEL: hw_label}
         notes[path + ("nodeSelector",)] = [
@@ -240,7 +342,8 @@ def _pod_spec(form: _Form, containers: list[dict], volumes: list[dict], notes: d
     spec["containers"] = containers
     spec["volumes"] = volumes
     notes[path + ("volumes",)] = ["/dev/shm in memory (NCCL and vLLM's shared memory; Docker's --ipc=host) "
-                                  "and the shared Hugging Face cache."]
+                                  "and the shared Hugging Face cache.",
+                                  f"{PARAM} shm-size: the sizeLimit of /dev/shm ({SHM_GI_PER_GPU} GiB per GPU)."]
     return spec
 
 
@@ -325,10 +428,14 @@ def _group_args(cmds: list[Command], table_of, form: _Form) -> tuple[list[str], 
 
 
 def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess], image: str, brand: Optional[str],
-          layouts: dict[Optional[str], Any], weights_gb: Optional[float], summary: str, blocked: bool) -> Manifests:
+          layouts: dict[Optional[str], Any], weights_gb: Optional[float], summary: str, blocked: bool,
+          image_note: str = "", curl: Optional[tuple[str, ...]] = None) -> Manifests:
     """The manifests of a plan. ``layouts`` maps pool (None outside P/D) to its
-    ``Layout``; ``weights_gb`` sizes the cache claim. Raises ``K8sError``
-    when a plan cannot be expressed (tests hold every plan to it)."""
+    ``Layout``; ``weights_gb`` sizes the cache claim; ``image`` is what the
+    pods run (already pinned, ``pinned_image``) and ``image_note`` why that
+    one; ``curl`` the plan's client check (argv), aimed at the Service in the
+    steps. Raises ``K8sError`` when a plan cannot be expressed (tests hold
+    every plan to it)."""
     for c in commands:
         clash = sorted(set(c.env) & RESERVED_ENV)
         if clash:
@@ -411,7 +518,8 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
         container = _vllm_container(form, "vllm", image, cmd, args, env, env_notes, _gpu_count(lay), brand,
                                     installs, times, _mounts(extra_mounts), notes, ("spec", "containers", 0), multi_node)
         containers = [container] + sidecar_containers(notes, ("spec", "containers"), 1)
-        spec = _pod_spec(form, containers, _volumes(form, extra_volumes), notes, ("spec",), gpu_name, sel.hardware)
+        spec = _pod_spec(form, containers, _volumes(form, extra_volumes, _gpu_count(lay)), notes, ("spec",), gpu_name,
+                         sel.hardware, multi_node)
         labels = {LABEL: base, COMPONENT: component, **(extra_labels or {})}
         return {"metadata": {"labels": labels}, "spec": spec}, notes
 
@@ -421,10 +529,14 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
     header = [f"Kubernetes manifests for {ctx.recipe.meta.title}: {summary}",
               f"Generated by the vLLM recipe configurator (file {file_name}). Apply: kubectl apply -f {file_name}",
               "Values marked PARAMETER are the cluster owner's choice: read and set them before applying."]
+    if image_note:
+        header.append(f"Image: {image}: {image_note}")
     if blocked:
         header.insert(1, "The plan has errors (see the page's notices): these manifests are NOT expected to work.")
+    pods = len(serving)
     if sel.prefill:
-        header.append("Needs: the LeaderWorkerSet controller (v0.9.0 or later, which bundles DisaggregatedSet) "
+        controller = "pd"
+        header.append(f"Needs: the LeaderWorkerSet controller ({LWS_RELEASE} or later, which bundles DisaggregatedSet) "
                       "and the GPU device plugin.")
         _pd(form, serving, router, layouts, pod_template, nest, image)
     else:
@@ -433,14 +545,86 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
         groups = [serving[i * nodes:(i + 1) * nodes] for i in range(instances)]
         lay = layouts[None]
         if nodes == 1 and instances == 1:
+            controller = "deployment"
             header.append("Needs: the GPU device plugin of your accelerators.")
             _deployment(form, groups[0][0], pod_template, lay)
         else:
+            controller = "lws"
             header.append("Needs: the LeaderWorkerSet controller (leaderworkerset.x-k8s.io/v1) and the GPU device plugin.")
             _lws(form, groups, pod_template, nest, lay)
         if router is not None:
             _router(form, router, image, {})
-    return Manifests(file_name=file_name, yaml=dump_all(form.docs, header), objects=tuple(d for d, _ in form.docs))
+    needs = network_needs(layouts)
+    header += ["Network: " + n for n in needs]
+    entry = (f"{base}-router", int(flag_value(list(router.argv), "--port") or "30000")) if router is not None else (
+        (base, _port(serving[0])) if controller == "deployment" else (f"{base}-api", _port(serving[0])))
+    items = preflight(controller, brand, gpu_name, sel.hardware, pods, needs, cache_gi, mooncake)
+    steps = apply_steps(controller, base, file_name, sel.hardware, pods if gpu_name else 0, entry, curl)
+    return Manifests(file_name=file_name, yaml=dump_all(form.docs, header), objects=tuple(d for d, _ in form.docs),
+                     image=image, preflight=tuple(items), steps=tuple(steps))
+
+
+def preflight(controller: str, brand: Optional[str], gpu_name: Optional[str], hw_id: str, pods: int,
+              needs: list[str], cache_gi: int, mooncake: bool) -> list[str]:
+    """What the cluster must have before ``kubectl apply``, derived from the
+    plan: the controller of its objects (``deployment``, ``lws``: a
+    LeaderWorkerSet, ``pd``: a DisaggregatedSet) and its minimum release, the
+    brand's GPU device plugin, the network the cross-node traffic needs
+    (``network_needs``), the Hugging Face token Secret, a ReadWriteMany
+    storage class for ``cache_gi`` GiB, and ``pods`` GPU nodes carrying the
+    node-selector label."""
+    out = []
+    if controller == "pd":
+        out.append(f"The LeaderWorkerSet controller {LWS_RELEASE} or later: it bundles the DisaggregatedSet API "
+                   "(disaggregatedset.x-k8s.io/v1) the P/D pools use.")
+    elif controller == "lws":
+        out.append("The LeaderWorkerSet controller (leaderworkerset.x-k8s.io/v1; these manifests are written for "
+                   f"{LWS_RELEASE}): one group of pods per vLLM instance across nodes.")
+    if brand in DEVICE_PLUGINS:
+        out.append(f"GPU scheduling: {DEVICE_PLUGINS[brand]} on every {gpu_name} node.")
+    elif gpu_name is None:
+        out.append("No GPU resource is requested (this image runs on CPUs).")
+    if needs:
+        out.append("RDMA between the GPU nodes: an RDMA device plugin advertising a resource (e.g. "
+                   f"{RDMA_EXAMPLE}; add it where the rdma PARAMETER says) or host networking (the host-network "
+                   "PARAMETER). " + " ".join(needs))
+    out.append("A Secret hf-token with your Hugging Face token for gated models (optional for public ones).")
+    out.append(f"A StorageClass with ReadWriteMany access for the {cache_gi} GiB model cache every pod mounts "
+               "(the cluster's default class unless you set storage-class).")
+    if gpu_name:
+        out.append(f"{pods} {gpu_name} node{'s' if pods > 1 else ''} labelled {GPU_LABEL}={hw_id} (or set "
+                   "gpu-node-selector to a label they carry), each with the GPUs its pod requests free.")
+    if mooncake:
+        out.append("Mooncake: the master and store pods reach every vLLM pod (RDMA for the transfer engine's "
+                   "rdma protocol, or set it to tcp in the ConfigMap).")
+    return out
+
+
+def apply_steps(controller: str, base: str, file_name: str, hw_id: str, nodes: int, entry: tuple[str, int],
+                curl: Optional[tuple[str, ...]]) -> list[str]:
+    """The shell steps to run the manifests: install the controller (once per
+    cluster), create the token Secret, label the GPU nodes, apply, wait until
+    the API answers, reach it through ``entry`` (Service, port) with
+    ``kubectl port-forward`` and send the plan's client check there."""
+    name, port = entry
+    out = []
+    if controller in ("lws", "pd"):
+        out.append(f"{LWS_INSTALL}   # once per cluster")
+    out.append("kubectl create secret generic hf-token --from-literal=token=hf_...   # gated models")
+    if nodes:
+        out.append(f"kubectl label node {' '.join(f'GPU_NODE_{i + 1}' for i in range(min(nodes, 4)))}"
+                   f"{' …' if nodes > 4 else ''} {GPU_LABEL}={hw_id}   # {nodes} node{'s' if nodes > 1 else ''}")
+    out.append(f"kubectl apply -f {file_name}")
+    wait = {"deployment": f"kubectl rollout status deployment/{base} --timeout=60m",
+            "lws": f"kubectl wait --for=condition=Available leaderworkerset/{base} --timeout=60m",
+            "pd": f"kubectl wait --for=condition=Ready pod -l {LABEL}={base} --timeout=60m"}[controller]
+    out.append(wait + "   # loading the weights can take long")
+    out.append(f"kubectl port-forward svc/{name} {port}:{port}   # in another terminal")
+    if curl:
+        argv = list(curl)
+        argv[1] = re.sub(r"^http://[^/]+", f"http://localhost:{port}", argv[1])
+        out.append(" ".join(quote(t) for t in argv))
+    return out
 
 
 def _head_table(cmd: Command, pool: Optional[str]) -> dict[str, str]:

@@ -100,12 +100,17 @@ class CapacityCheck:
 
 @dataclass(frozen=True)
 class CompanionProcess:
-    """A process run beside vLLM (LMCache server, Mooncake master …)."""
+    """A process run beside vLLM (LMCache server, Mooncake master …):
+    ``command`` starts it, ``install`` installs what it runs (or None);
+    ``text`` is what its tab shows, Copy copies and its script runs — the
+    install (in a uv environment, ``run_forms.tool_install``) then the command,
+    so the tab alone gets the process running (issue 21)."""
 
     label: str
     description: str
     command: str
     install: Optional[str]
+    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -167,12 +172,20 @@ class Manifests:
     multi-document YAML to ``kubectl apply`` (with ``# PARAMETER`` comments on
     the values the cluster owner chooses), ``objects`` the same documents as
     JSON data, ``file_name`` the download name ``<recipe>-<hardware>.yaml``;
-    ``reason`` says why there are none (then ``yaml`` is "")."""
+    ``reason`` says why there are none (then ``yaml`` is ""); ``image`` the
+    container image the pods run (pinned to a vLLM release, ``k8s.pinned_image``);
+    ``preflight`` what the cluster must have for this plan, one sentence each,
+    derived from the plan (controller and version, device plugin, network,
+    Secret, storage, node labels: ``k8s.preflight``); ``steps`` the shell
+    commands to apply, wait for and reach the deployment, in order."""
 
     file_name: str
     yaml: str
     objects: tuple = ()
     reason: Optional[str] = None
+    image: str = ""
+    preflight: tuple[str, ...] = ()
+    steps: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -180,25 +193,30 @@ class Artifact:
     """One file an output form gives (``composer.forms``): its download
     ``file_name``, ``media_type`` and ``text``; ``command`` is the index of
     the command it runs (a node's script) or None for a file of the whole plan
-    (the Kubernetes manifests); ``note`` says how to use it."""
+    (the Kubernetes manifests); ``companion`` the index of the companion
+process it runs, or None; ``note`` says how to use it."""
 
     file_name: str
     media_type: str
     text: str
     command: Optional[int] = None
     note: str = ""
+    companion: Optional[int] = None
 
 
 @dataclass(frozen=True)
 class Output:
     """The plan in the selected output form: ``form`` (its ``install=`` id)
     and ``label``, its ``artifacts`` (whole-plan files first, then one script
-    per command), and ``reason`` when the form has no whole-plan file here."""
+    per command and companion), ``reason`` when the form has no whole-plan file
+    here, and ``bundle``: for a plan of several scripts, one script that writes
+    them all into the current directory (the page's "Download all")."""
 
     form: str
     label: str
     artifacts: tuple[Artifact, ...] = ()
     reason: Optional[str] = None
+    bundle: Optional[Artifact] = None
 
 
 @dataclass(frozen=True)
@@ -262,7 +280,11 @@ class Option:
     from it, ``effects`` what else a click would switch. The other fields
     belong to one control: hardware (``group`` = brand, ``gpus``,
     ``gb_per_node``, ``gb_per_gpu``, ``verified``), variant (``weights_gb``),
-    strategy (``deploy_type``, ``min_gpus``, ``verified``)."""
+    strategy (``deploy_type``, ``min_gpus``, ``verified``, ``orientation`` from
+its file and ``recommended``: the one the recipe picks on this GPU when none
+is asked for, ``resolve.recommend``); ``lost`` says, on a
+chosen Advanced knob, which later layer replaced its value in the command
+("Speculative decoding's --max-num-seqs 32"; issue 21), else ""."""
 
     id: str
     label: str
@@ -282,6 +304,9 @@ class Option:
     weights_gb: Optional[float] = None
     deploy_type: Optional[str] = None
     min_gpus: Optional[int] = None
+    lost: str = ""
+    orientation: str = ""
+    recommended: bool = False
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}

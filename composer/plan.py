@@ -116,8 +116,25 @@ def _replacement_notices(ctx: RecipeContext, entries: list[Entry], notices: Noti
                             f"{source_label(ctx, dst)} sets {flag} {new_v}{where}, the value {source_label(ctx, src)} already set: "
                             "the command is unchanged.")
             else:
+                knob = advanced_knob(ctx, src) if dst.layer != "advanced" else None
+                data = dict(subject="advanced", old=knob, new=new_v,
+                            reason=f"{source_label(ctx, dst)}'s {flag} {new_v}") if knob else {}
                 notices.add("info", "value-replaced",
-                            f"{source_label(ctx, src)} {flag} {old_v} was replaced by {source_label(ctx, dst)}'s {new_v}{where}.")
+                            f"{source_label(ctx, src)} {flag} {old_v} was replaced by {source_label(ctx, dst)}'s {new_v}{where}.",
+                            **data)
+
+
+def advanced_knob(ctx: RecipeContext, src: Source) -> str | None:
+    """The Advanced knob id (the ``advanced=`` value) behind an Advanced
+    source: the built-in's ``advanced.<knob>`` or the recipe's
+    ``advanced_options[i]``; None for another layer."""
+    if src.layer != "advanced" or src.path is None:
+        return None
+    if src.path.get("knob"):
+        return src.path.get("knob")
+    index = src.path.get("index")
+    opts = ctx.recipe.advanced_options
+    return opts[int(index)].id if index is not None and int(index) < len(opts) else None
 
 
 def _vllm_notices(entries: list[Entry], env: dict[str, str], notices: Notices) -> None:
@@ -311,10 +328,11 @@ def _store_router(ctx: RecipeContext, sel: Selection, endpoints: list[str]) -> C
     cfg = dict(ctx.strategy(sel.kv_offload).router or {})
     argv = ["vllm-router", "--policy", str(cfg.get("policy", "cache_aware")), "--worker-urls", *endpoints,
             "--host", "0.0.0.0", "--port", str(cfg.get("port", ROUTER_PORT))]
-    text = command_text(argv, head=1)
-    install = str(cfg.get("install") or "uv pip install vllm-router")
-    return Command(role="router", node_rank=0, pool=None, label="Router", argv=tuple(argv), env={}, command=text,
-                   env_text="", text=text, install=recipe_command(install), pip_text=text)
+    cmd = command_text(argv, head=1)
+    install = recipe_command(str(cfg.get("install") or "uv pip install vllm-router"))
+    text = run.tool_install(install, cmd)
+    return Command(role="router", node_rank=0, pool=None, label="Router", argv=tuple(argv), env={}, command=cmd,
+                   env_text="", text=text, install=install, pip_text=text)
 
 
 def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[Command], list[CapacityCheck]]:
@@ -360,9 +378,11 @@ def _router(ctx: RecipeContext, sel: Selection, endpoints: dict[str, list[str]])
     for url in endpoints["decode"]:
         argv += ["--decode", url]
     argv += ["--host", "0.0.0.0", "--port", str(router_cfg.get("port", ROUTER_PORT))]
-    text = command_text(argv, head=1)
-    return Command(role="router", node_rank=0, pool=None, label="Router", argv=tuple(argv), env={}, command=text,
-                   env_text="", text=text, install="uv pip install vllm-router", pip_text=text)
+    cmd = command_text(argv, head=1)
+    install = "uv pip install vllm-router"
+    text = run.tool_install(install, cmd)
+    return Command(role="router", node_rank=0, pool=None, label="Router", argv=tuple(argv), env={}, command=cmd,
+                   env_text="", text=text, install=install, pip_text=text)
 
 
 def summary_layout(ctx: RecipeContext, sel: Selection) -> str:

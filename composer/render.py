@@ -34,9 +34,29 @@ MACROS = "_macros.html"
 
 def environment(loader: BaseLoader) -> Environment:
     """The Jinja2 environment of the site: HTML autoescaped, undefined names an
-    error, block tags trimmed."""
-    return Environment(loader=loader, autoescape=select_autoescape(["html"]), undefined=StrictUndefined,
-                       trim_blocks=True, lstrip_blocks=True)
+    error, block tags trimmed, the ``sentence`` and ``why_lines``
+    (``composer.controls.why_lines``) filters."""
+    env = Environment(loader=loader, autoescape=select_autoescape(["html"]), undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["sentence"] = sentence
+    env.filters["why_lines"] = _why_lines
+    from composer.vllm_cli import VERSION
+
+    env.globals["vllm_version"] = VERSION  # the release the commands are checked against
+    return env
+
+
+def _why_lines(options):
+    from composer.controls import why_lines
+
+    return why_lines(options)
+
+
+def sentence(text: str) -> str:
+    """``text`` as a sentence: a full stop added unless it ends in one (or
+    ``!``, ``?``, ``…``), so joined hint parts never run together (issue 21)."""
+    text = str(text).strip()
+    return text if not text or text[-1] in ".!?…" else text + "."
 
 
 class PageRenderer:
@@ -94,7 +114,7 @@ def plan_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
 
     ctx = context_from_json(recipe_json, catalog_json)
     plan, sel, canon = plan_and_selection(ctx, query)
-    ctx.cache("page-selection").put(query, (sel, canon))  # its controls_json follows
+    ctx.cache("page-selection").put(query, (sel, canon, plan.notices))  # its controls_json follows
     data = to_json(plan)
     return json.dumps({"plan": data, "fragments": _renderer().fragments(data, PLAN_FRAGMENTS)})
 
@@ -108,8 +128,12 @@ def controls_json(recipe_json: str, catalog_json: str, query: str | None) -> str
 
     ctx = context_from_json(recipe_json, catalog_json)
     found = ctx.cache("page-selection").peek(query)
-    sel, canon = found if found else plan_and_selection(ctx, query)[1:]
-    options = to_json(build_options(ctx, sel, canon))
+    if found:
+        sel, canon, notices = found
+    else:
+        plan, sel, canon = plan_and_selection(ctx, query)
+        notices = plan.notices
+    options = to_json(build_options(ctx, sel, canon, notices))
     view = {"options": options, "groups": groups(ctx), "kinds": group_kinds(ctx)}
     # The queries a next click can send: the worker composes their plans ahead.
     nxt = [o["query"] for items in options.values() for o in items if not o["disabled"] and not o["selected"]]

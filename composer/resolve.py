@@ -404,6 +404,16 @@ def _resolve_nodes(ctx: RecipeContext, sel: Selection, want_nodes: int | None, n
             why = f"{layout_ok(ctx, sel, layout_for(ctx, sel, want_nodes))} No larger count up to {MAX_NODES} works."
             n.add("warning", "nodes-lowered", f"Nodes lowered from {want_nodes} to {nodes}: {why}",
                   subject="nodes", old=want_nodes, new=nodes, reason=why)
+    if nodes is not None and nodes > floor and (want_nodes is None or want_nodes == nodes) and (
+            want_nodes is None or smallest_nodes(ctx, sel, floor, lambda k: layout_for(ctx, sel, k), floor) == nodes):
+        # A count above the strategy's floor that is the fewest that work is
+        # said with the reasons a link's raised count gets, whether it was
+        # chosen here (a click on a GPU, a link without nodes=) or asked for
+        # (the pinned link of that click): issue 21, the same state reads the
+        # same however it was reached.
+        why = raise_reasons(ctx, sel, floor, floor, nodes, "", lambda k: layout_for(ctx, sel, k))
+        n.add("info", "nodes-set", f"{nodes} nodes are the fewest that work on {hwname}: {why}",
+              subject="nodes", new=nodes, reason=why)
     return replace(sel, nodes=nodes)
 
 

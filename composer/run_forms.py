@@ -23,6 +23,23 @@ def _install(line):
     """An install line from recipe data, safe to paste (``recipe_command``)."""
     return recipe_command(str(line)) if line else None
 
+
+TOOL_ENV = "test -d .venv || uv venv --python 3.12\nsource .venv/bin/activate"
+"""The uv environment a companion's or the router's install goes into: the
+node's own (the Install step's ``.venv``, which the LMCache connector in
+vLLM's process needs too) where it exists, else a new one — never a
+re-created one (``uv venv`` over an existing environment replaces it)."""
+
+
+def tool_install(install: str | None, text: str) -> str:
+    """What a tab that starts a process other than ``vllm serve`` shows: the
+    install of that process (``install``, e.g. ``uv pip install
+    vllm-router``) in ``TOOL_ENV``, then ``text``; ``text`` alone without an
+    install (issue 21: whatever a tab runs, the tab or its script installs)."""
+    if not install:
+        return text
+    return f"{TOOL_ENV}\n{install}\n{text}"
+
 DEFAULT_IMAGES = {
     "nvidia": ("vllm/vllm-openai:latest", "vllm/vllm-openai:nightly"),
     "amd": ("vllm/vllm-openai-rocm:latest", "vllm/vllm-openai-rocm:nightly"),
@@ -211,6 +228,12 @@ def _installs_omni(text: str | None) -> bool:
     return text is not None and ("vllm-omni" in text or "vllm_omni" in text)
 
 
+NO_PIP = ("No pip install of vLLM is known here for {brand} hardware: run with Docker{image}, or build vLLM from "
+          "source as https://docs.vllm.ai/en/latest/getting_started/installation/ describes.")
+"""The Install step's note when the pip form has no install line for the brand
+(``install`` gives pip lines for NVIDIA and AMD only, or the recipe turns pip off)."""
+
+
 def install(ctx: RecipeContext, sel, companions: list[CompanionProcess]) -> Install:
     """Install lines: ``pip`` (a shell snippet or None), ``docker`` (``docker pull``
     or None), ``notes``, ``extras`` (connector and router packages) and the
@@ -251,6 +274,10 @@ def install(ctx: RecipeContext, sel, companions: list[CompanionProcess]) -> Inst
         pip = "uv venv --python 3.12 && source .venv/bin/activate\n" + pip
     image = docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, getattr(sel, "cuda", None))
     notes = [str(v["note"]) for k, v in (inst.items() if isinstance(inst, Mapping) else []) if isinstance(v, Mapping) and v.get("note")]
+    if pip is None and sel.form == "pip":
+        # Said, never left blank: the node tabs run vllm (issue 21).
+        notes.append(NO_PIP.format(brand=ctx.hw(sel.hardware).brand,
+                                   image=f" (the {image} image)" if image else ""))
     extras = [c.install for c in companions if c.install]
     kv = ctx.catalog.taxonomy.kv_offload.get(sel.kv_offload) if sel.kv_offload else None
     if kv is not None and kv.install:
@@ -336,16 +363,21 @@ def companions(ctx: RecipeContext, sel) -> list[CompanionProcess]:
     out = []
     kv = ctx.catalog.taxonomy.kv_offload.get(sel.kv_offload) if sel.kv_offload else None
     if kv is not None and kv.companion and kv.companion.command:
-        out.append(CompanionProcess(kv.companion.label or f"{kv.label} server", kv.companion.description,
-                                    recipe_command(kv.companion.command), _install(kv.install)))
+        out.append(_companion(kv.companion.label or f"{kv.label} server", kv.companion.description,
+                              recipe_command(kv.companion.command), _install(kv.install)))
     store = ctx.catalog.strategies.get(sel.kv_offload) if sel.kv_offload else None
     if store is not None and store.deploy_type == "kv_store_lb":
         out += _mooncake_companions(ctx, sel, store)
     for fid in sel.features:
         f = ctx.recipe.features.get(fid)
         if f and f.companion and f.companion.command and not ctx.feature_block_reason(fid, sel.strategy):
-            out.append(CompanionProcess(f.companion.label or fid, f.companion.description, recipe_command(f.companion.command), None))
+            out.append(_companion(f.companion.label or fid, f.companion.description, recipe_command(f.companion.command), None))
     return out
+
+
+def _companion(label: str, description: str, command: str, install: str | None) -> CompanionProcess:
+    """A companion process whose ``text`` installs it first (``tool_install``)."""
+    return CompanionProcess(label, description, command, install, tool_install(install, command))
 
 
 def _mooncake_install(ctx: RecipeContext, sel) -> str | None:
@@ -371,12 +403,12 @@ def _mooncake_companions(ctx: RecipeContext, sel, store) -> list[CompanionProces
     out = []
     master = store.mooncake_master or {}
     if master.get("command"):
-        out.append(CompanionProcess("Mooncake master", str(master.get("description", "")),
-                                    recipe_command(str(master["command"])), _install(install_line)))
+        out.append(_companion("Mooncake master", str(master.get("description", "")),
+                              recipe_command(str(master["command"])), _install(install_line)))
     store_cfg = store.mooncake_store_config or {}
     if isinstance(store_cfg, dict) and store_cfg.get("command"):
-        out.append(CompanionProcess("Mooncake store", str(store_cfg.get("description", "")),
-                                    recipe_command(str(store_cfg["command"])), _install(install_line)))
+        out.append(_companion("Mooncake store", str(store_cfg.get("description", "")),
+                              recipe_command(str(store_cfg["command"])), _install(install_line)))
     cfg = store.mooncake_vllm_config or {}
     template = cfg.get("template") if isinstance(cfg, dict) else None
     if template:
@@ -386,14 +418,16 @@ def _mooncake_companions(ctx: RecipeContext, sel, store) -> list[CompanionProces
             'export MOONCAKE_CONFIG_PATH="${MOONCAKE_CONFIG_PATH:-/etc/mooncake/mooncake_vllm_config.json}"\n'
             'mkdir -p "$(dirname "$MOONCAKE_CONFIG_PATH")"\n'
             f'cat > "$MOONCAKE_CONFIG_PATH" <<EOF\n{body}\nEOF')
-        out.append(CompanionProcess("Mooncake config", "Write this file on every vLLM node before starting it.", command, None))
+        out.append(_companion("Mooncake config", "Write this file on every vLLM node before starting it.", command, None))
     return out
 
 
-def script(plan_summary: str, cmd: Command, text: str) -> str:
-    """A runnable shell script for one node: checks that every placeholder is set,
-    then exports the env and runs the command."""
-    names = sorted(set(m.group(0)[1:] for m in PLACEHOLDER_RE.finditer(text)) - {"HOME"})
+def script(plan_summary: str, cmd: Command | CompanionProcess, text: str) -> str:
+    """A runnable shell script for one node or companion process (``cmd``
+    gives its ``label``): checks that every placeholder is set, then runs
+    ``text`` (its env exports and command, or install and command)."""
+    assigned = set(re.findall(r"^(?:export\s+)?([A-Z][A-Z0-9_]*)=", text, re.M))  # set by the script itself
+    names = sorted(set(m.group(0)[1:] for m in PLACEHOLDER_RE.finditer(text)) - {"HOME"} - assigned)
     lines = ["#!/usr/bin/env bash", f"# {comment(plan_summary)}", f"# {comment(cmd.label)}", "set -euo pipefail", ""]
     for name in names:
         lines.append(f': "${{{name}:?set {name} first (see the configurator page)}}"')

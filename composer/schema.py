@@ -283,6 +283,10 @@ class Strategy:
     a warning naming the file. After construction it is always set."""
     display_name: str = ""
     description: str = ""
+    orientation: str = ""
+    """What the strategy is tuned for (``latency``, ``balanced``,
+    ``throughput``, ``production`` …; the public format's badge), shown on its
+    option; "" where the file says nothing."""
     vllm_args: Args = ()
     parallel_flag: str = "--tensor-parallel-size"
     parallelism: Optional[str] = None

@@ -279,7 +279,13 @@ def check_manifests(plan: dict) -> None:
         assert ("readinessProbe" in vllm) is serves and ("livenessProbe" in vllm) is serves
         mounts = {m["mountPath"] for m in vllm["volumeMounts"]}
         assert {"/dev/shm", "/root/.cache/huggingface"} <= mounts
-        assert vllm["image"] == plan["install"]["image"]
+        assert vllm["image"] == k8s["image"] == pinned(plan["install"]["image"])
+        requests = vllm["resources"]["requests"]
+        assert int(requests["cpu"]) > 0 and requests["memory"].endswith("Gi"), requests
+        (shm,) = [v for v in tmpl["spec"]["volumes"] if v["name"] == "dshm"]
+        assert shm["emptyDir"]["medium"] == "Memory" and shm["emptyDir"]["sizeLimit"].endswith("Gi")
+        # /dev/shm is memory-backed: the memory request covers it
+        assert int(requests["memory"][:-2]) >= int(shm["emptyDir"]["sizeLimit"][:-2])
     assert seen == len(serving)
     # GPUs requested = GPUs the plan's commands use (vLLM-Omni recipes carry
     # their parallelism in their own args; CPU images request no GPU).
@@ -549,3 +555,63 @@ def test_a_recipe_value_for_a_parameter_is_used_once_and_early():
             assert names.count("IFACE_NAME") <= 1
             if "IFACE_NAME" in names:
                 assert next(e for e in c["env"] if e["name"] == "IFACE_NAME")["value"] == "ens5"
+
+
+def pinned(image: str) -> str:
+    """The image an operator applies: vLLM's own ``:latest`` is the release
+    the commands are checked against (``vllm_cli.json``), any other unchanged."""
+    from composer import vllm_cli
+    repo, _, tag = image.rpartition(":")
+    return f"{repo}:v{vllm_cli.VERSION}" if repo in ("vllm/vllm-openai", "vllm/vllm-openai-rocm") and tag == "latest" else image
+
+
+def test_the_image_is_the_vllm_release_in_force_and_says_so(plan):
+    from composer import vllm_cli
+    k = plan("hardware=h200&strategy=multi_node_tp")["kubernetes"]
+    assert k["image"] == f"vllm/vllm-openai:v{vllm_cli.VERSION}"
+    assert f"# Image: {k['image']}: vLLM {vllm_cli.VERSION}" in k["yaml"]
+    amd = plan("hardware=mi355x")["kubernetes"]
+    assert amd["image"] == f"vllm/vllm-openai-rocm:v{vllm_cli.VERSION}"
+
+
+def test_the_preflight_list_follows_the_plan(plan):
+    one = plan("hardware=b300")["kubernetes"]
+    tp = plan("hardware=h200&strategy=multi_node_tp")["kubernetes"]
+    pd = plan("hardware=gb200&strategy=pd_cluster")["kubernetes"]
+    text = {name: " ".join(k["preflight"]) for name, k in (("one", one), ("tp", tp), ("pd", pd))}
+    assert "LeaderWorkerSet" not in text["one"] and "RDMA" not in text["one"]
+    assert "LeaderWorkerSet controller" in text["tp"] and "InfiniBand or RoCE" in text["tp"] and "TP 16 across 2 nodes" in text["tp"]
+    assert "DisaggregatedSet" in text["pd"] and "NIXL" in text["pd"]
+    for t in text.values():
+        assert "nvidia.com/gpu" in t and "hf-token" in t and "ReadWriteMany" in t
+    assert "2 H200 nodes labelled recipes.vllm.ai/gpu=h200" in text["tp"]
+    assert "8 GB200 NVL4 nodes" in text["pd"]
+    # the steps apply, wait and reach the Service the plan serves on
+    assert tp["steps"][0].startswith("kubectl apply --server-side") and not one["steps"][0].startswith("kubectl apply --server-side")
+    assert "kubectl rollout status deployment/kimi-k3-b300" in " ".join(one["steps"])
+    assert any(s.startswith("kubectl port-forward svc/kimi-k3-h200-api 8000:8000") for s in tp["steps"])
+    assert any(s.startswith("kubectl port-forward svc/kimi-k3-gb200-router 30000:30000") for s in pd["steps"])
+    assert tp["steps"][-1].startswith("curl http://localhost:8000/v1/chat/completions")
+
+
+def test_rdma_and_host_network_are_offered_where_nodes_talk(plan):
+    tp = plan("hardware=h200&strategy=multi_node_tp")["kubernetes"]["yaml"]
+    one = plan("hardware=b300")["kubernetes"]["yaml"]
+    for name in ("rdma", "host-network"):
+        assert f"# PARAMETER {name}:" in tp and f"# PARAMETER {name}:" not in one
+    assert "rdma/rdma_shared_device_a: 1" in tp
+    for name in ("cpu-memory", "shm-size"):
+        assert f"# PARAMETER {name}:" in tp and f"# PARAMETER {name}:" in one
+
+
+def test_the_page_shows_preflight_and_kubectl_steps_in_kubernetes_mode(k3):
+    from composer.api import compose_page
+    from composer.render import PageRenderer, environment
+    from jinja2 import FileSystemLoader
+    r = PageRenderer(environment(FileSystemLoader(ROOT / "site_src")))
+    shown = compose_page(k3, "hardware=h200&strategy=multi_node_tp&install=k8s")
+    html = r.fragments(shown, ("extras",))["extras"]
+    assert "Before you apply" in html and "kubectl apply -f Kimi-K3-h200.yaml" in html
+    assert "$HEAD_IP" not in html and "uv pip install" not in html
+    pip = r.fragments(compose_page(k3, "hardware=h200&strategy=multi_node_tp"), ("extras",))["extras"]
+    assert "uv pip install" in pip and "Before you apply" not in pip

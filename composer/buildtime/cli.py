@@ -34,7 +34,7 @@ def render_text(plan: dict, explain: bool = False) -> str:
     """What a person copies, in the order to run it: the install steps (an
     optional dependency as a comment, with its note), the companion processes
     (LMCache server, Mooncake master, config files), then per command a header,
-    its own install line (the router's) and its env exports and command."""
+    its text (the router's installs it first, as its tab does)."""
     out = [f"# {comment(plan['recipe']['title'])}: {comment(plan['summary'])}"]
     for n in plan["notices"]:
         out.append(f"# [{n['level']}] {comment(n['message'])}")
@@ -58,15 +58,11 @@ def render_text(plan: dict, explain: bool = False) -> str:
     # Companions first: they must run before the vLLM commands that use them.
     for c in plan["companions"]:
         out += ["", f"# --- {comment(c['label'])} (start first) ---", f"# {comment(c['description'])}"]
-        if c.get("install"):
-            out.append(c["install"])
-        out.append(c["command"])
+        out.append(c.get("text") or c["command"])  # its install (if any), then the command
     for c in cmds:
         out.append("")
         out.append(f"# --- {comment(c['label'])} ({c['role']}) ---")
-        if c.get("install"):
-            out.append(c["install"])
-        out.append(c["text"])
+        out.append(c["text"])  # a router's text installs it first (run_forms.tool_install)
         if explain:
             for f in c["provenance"]:
                 line = comment(f"#   {f['flag']}{' ' + f['value'] if f['value'] is not None else ''}  <- {f['layer']}: {f['key']}")

@@ -101,11 +101,43 @@ def script_name(label: str) -> str:
 def output(form_id: str, inp: FormInput, detail: object) -> Output:
     """The plan's ``output``: the selected form's files (first) and every
     command's runnable script, each an ``Artifact``."""
+    from composer.run_forms import script
+
     form = FORMS[form_id]
     files, reason = form.files(inp, detail)
     scripts = tuple(Artifact(script_name(c.label), "text/x-shellscript", c.script, command=i)
                     for i, c in enumerate(inp.commands) if c.script)
-    return Output(form.id, form.label, files + scripts, reason)
+    helpers = tuple(Artifact(script_name(c.label), "text/x-shellscript", script(inp.summary, c, c.text), companion=i)
+                    for i, c in enumerate(inp.companions) if c.text)
+    every = helpers + scripts  # companions first: they start before the vLLM commands that use them
+    name = f"{inp.ctx.recipe_id.split('/')[-1]}-{inp.sel.hardware}-scripts.sh"
+    pack = bundle(name, inp.summary, every) if len(every) > 1 and not files else None
+    return Output(form.id, form.label, files + scripts + helpers, reason, pack)
+
+
+BUNDLE_END = "VLLM_CONFIGURATOR_EOF"
+"""The here-document delimiter of ``bundle`` (a longer one is used when a script holds this line)."""
+
+
+def bundle(file_name: str, summary: str, scripts: tuple[Artifact, ...]) -> Artifact:
+    """One script that writes every script of a plan into the current
+    directory (quoted here-documents: nothing in them expands) and makes them
+    executable; the page's "Download all". ``scripts`` in the order to run."""
+    from composer.shell import comment, quote
+
+    texts = "\n".join(a.text for a in scripts)
+    end = BUNDLE_END
+    while end in texts.split("\n"):
+        end += "_"
+    lines = ["#!/usr/bin/env bash", f"# {comment(summary)}",
+             "# Writes this plan's scripts into the current directory; copy each to its node and run it there,",
+             "# in this order: " + comment(", ".join(a.file_name for a in scripts)) + ".",
+             "set -euo pipefail", ""]
+    for a in scripts:
+        body = a.text if a.text.endswith("\n") else a.text + "\n"
+        lines += [f"cat > {quote(a.file_name)} <<'{end}'", body + end, f"chmod +x {quote(a.file_name)}"]
+    lines += ["", "echo " + quote("Wrote: " + " ".join(a.file_name for a in scripts))]
+    return Artifact(file_name, "text/x-shellscript", "\n".join(lines) + "\n")
 
 
 def details(inp: FormInput, every: bool) -> dict[str, object]:

@@ -20,7 +20,7 @@ def manifests(inp: FormInput) -> Manifests:
 
     ctx, sel = inp.ctx, inp.sel
     name = ctx.recipe_id.split("/")[-1] + "-" + sel.hardware + ".yaml"
-    # The Docker form's image: the same KV-connector and CUDA choice.
+    # The Docker form's image (the same KV-connector and CUDA choice), pinned to a release.
     image = run.docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, sel.cuda)
     if image is None:
         return Manifests(name, "", (), run.docker_reason(ctx, sel.hardware, sel.variant, sel.kv_offload))
@@ -34,11 +34,31 @@ def manifests(inp: FormInput) -> Manifests:
     if not sel.prefill:
         layouts[None] = layout_for(ctx, sel, sel.nodes)
     weights = max((c.weights_gb for c in inp.capacity if c.weights_gb), default=None)
+    pinned, why = image_in_force(image, run.min_vllm_version(ctx, sel))
+    client = run.client_checks(ctx, sel, list(inp.commands))
     try:
-        return k8s.build(ctx, sel, list(inp.commands), list(inp.companions), image, run.brand_key(ctx, sel.hardware),
-                         layouts, weights, inp.summary, inp.blocked)
+        return k8s.build(ctx, sel, list(inp.commands), list(inp.companions), pinned, run.brand_key(ctx, sel.hardware),
+                         layouts, weights, inp.summary, inp.blocked, why, client.curl_argv)
     except k8s.K8sError as exc:
         return Manifests(name, "", (), f"These commands cannot run as Kubernetes manifests: {exc}.")
+
+
+def image_in_force(image: str, minimum: str | None) -> tuple[str, str]:
+    """``(image, why)``: the Docker form's ``image`` with vLLM's ``:latest``
+    pinned to the release the commands are checked against
+    (``run_forms.VLLM_RELEASE``, ``k8s.pinned_image``), and a sentence saying
+    which vLLM the pods run and why (issue 21: an operator applies a fixed
+    image, not whatever ``latest`` is that day)."""
+    from composer import run_forms as run
+
+    pinned = k8s.pinned_image(image, run.VLLM_RELEASE)
+    if pinned != image:
+        need = f" (this recipe needs {minimum} or newer)" if minimum else ""
+        return pinned, (f"vLLM {run.VLLM_RELEASE}, the release these commands are checked against{need}; "
+                        f"the Docker form pulls {image}.")
+    if image.endswith(":nightly"):
+        return image, f"the nightly build: this configuration needs vLLM {minimum}, newer than the release {run.VLLM_RELEASE}."
+    return image, "the recipe's own image (or the brand's), as the Docker form runs it."
 
 
 def files(inp: FormInput, detail: object) -> tuple[tuple[Artifact, ...], str | None]:

@@ -139,7 +139,7 @@
   }
 
   // ----- preview while a link's plan is prepared ----------------------------
-  const actions = () => output.querySelectorAll("button.copy, button.download, #share");
+  const actions = () => output.querySelectorAll("button.copy, button.download, button.copy-all, button.download-all, #share");
   function setPreview(on) {
     preview = on;
     document.documentElement.classList.toggle("link-preview", on);
@@ -377,6 +377,8 @@
     plan = next.plan;
     swap(next.fragments);
     setPreview(false);
+    if (push && hardwareClicked) rememberHardware(plan.selection.hardware);
+    hardwareClicked = false;
     app.dataset.query = plan.query;
     const url = location.pathname + withView(plan.url) + location.hash;
     if (push) history.pushState({q: plan.query}, "", url);
@@ -456,6 +458,44 @@
       setTimeout(() => URL.revokeObjectURL(url), 1000);
     }
   });
+  // "Copy all" and "Download all" for a plan of several tabs: every tab's
+  // text as shown (placeholder values in), companions first as they start
+  // first, each under a "# --- label ---" line; the download is the plan's
+  // bundle (composer/forms: one script that writes every script).
+  function allTabsText() {
+    const panels = [...document.querySelectorAll("#commands .panel:not([data-role=file])")];
+    const order = panels.filter((p) => p.dataset.role === "companion").concat(panels.filter((p) => p.dataset.role !== "companion"));
+    return order.map((p) => {
+      const tab = document.getElementById(p.getAttribute("aria-labelledby"));
+      const code = p.querySelector("pre code");
+      return "# --- " + (tab ? tab.textContent.trim() : "") + " ---\n" + (code ? code.textContent : "");
+    }).join("\n\n") + "\n";
+  }
+  output.addEventListener("click", async (ev) => {
+    if (preview) return;
+    const all = ev.target.closest("button.copy-all");
+    if (all) {
+      try {
+        await navigator.clipboard.writeText(allTabsText());
+        all.textContent = "Copied all";
+      } catch (err) {
+        all.textContent = "Copy failed";
+      }
+      setTimeout(() => { all.textContent = "Copy all"; }, 1500);
+      return;
+    }
+    const dl = ev.target.closest("button.download-all");
+    if (!dl || !plan.output.bundle) return;
+    const blob = new Blob([scriptWithValues(plan.output.bundle.text)], {type: plan.output.bundle.media_type});
+    const url = URL.createObjectURL(blob);
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = dl.dataset.name;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  });
   document.getElementById("commands").addEventListener("keydown", (ev) => {
     const tab = ev.target.closest('[role="tab"]');
     if (!tab) return;
@@ -477,6 +517,48 @@
       document.getElementById(t.getAttribute("aria-controls")).hidden = !on;
     }
     updateDock();
+  }
+
+  // ----- a tab strip wider than its column says so -------------------------
+  // data-more on the strip: "end" (tabs hidden to the right), "start", "both";
+  // the stylesheet fades that edge, so a cut-off tab never looks like the last.
+  function markTabOverflow() {
+    const strip = document.querySelector("#commands .tabs");
+    if (!strip) return;
+    const left = strip.scrollLeft > 1;
+    const right = strip.scrollLeft + strip.clientWidth < strip.scrollWidth - 1;
+    if (left || right) strip.dataset.more = left && right ? "both" : left ? "start" : "end";
+    else delete strip.dataset.more;
+  }
+  document.getElementById("commands").addEventListener("scroll", markTabOverflow, true);
+  new ResizeObserver(markTabOverflow).observe(document.getElementById("commands"));
+  new MutationObserver(markTabOverflow).observe(document.getElementById("commands"), {childList: true});
+  document.getElementById("commands").addEventListener("focusin", (ev) => {
+    const tab = ev.target.closest && ev.target.closest('[role="tab"]');
+    if (tab) tab.scrollIntoView({block: "nearest", inline: "nearest"});  // a tab reached by the keyboard is in view
+  });
+  markTabOverflow();
+
+  // ----- the last hardware chosen, across recipe pages ---------------------
+  // A click on a GPU is remembered in this browser; a recipe page opened with
+  // no parameters starts on it where that page offers it (the click's own
+  // query, so the page says what else it changed). A link's parameters always
+  // win, and Reset goes back to the recipe default.
+  const HW_KEY = "vllm-configurator:hardware";
+  let hardwareClicked = false;  // the request on its way is a click on a GPU
+  document.getElementById("controls").addEventListener("change", (ev) => {
+    if (ev.target && ev.target.name === "hardware") hardwareClicked = true;
+  });
+  function rememberHardware(hw) {
+    try { if (hw) localStorage.setItem(HW_KEY, hw); } catch (err) { /* storage off: nothing remembered */ }
+  }
+  function rememberedQuery() {
+    let hw = null;
+    try { hw = localStorage.getItem(HW_KEY); } catch (err) { return null; }
+    if (!hw) return null;
+    const input = [...document.querySelectorAll('#controls input[name="hardware"]')].find((i) => i.value === hw);
+    if (!input || input.disabled || input.checked) return null;
+    return input.dataset.query;
   }
 
   // ----- the composer in a Web Worker (Pyodide) ---------------------------
@@ -542,6 +624,8 @@
     if (pendingImport) { pendingImport = false; runImport(); }
     if (view.compare && next.query === "" && !next.push && planQuery(location.search) === "") refreshCompare();
     if (next.query === "" && !next.push && planQuery(location.search) === "") {
+      const remembered = rememberedQuery();
+      if (remembered) return apply(remembered, false);  // a bare address: the last GPU chosen on any recipe page
       app.dataset.ready = "true";  // the pre-rendered default is this URL's plan
       return;
     }

@@ -34,7 +34,12 @@
       "size-asc": (a, b) => (size(a) ?? Infinity) - (size(b) ?? Infinity) || byName(a, b),
     }[how];
     const order = cmp ? original.slice().sort(cmp) : original;
-    list.append(...order);  // moves the existing nodes: nothing is re-rendered
+    // Moves the existing nodes (nothing is re-rendered), and only when the
+    // order changes: a node moved between mousedown and mouseup loses the
+    // click (the search field's blur fires `change` exactly then).
+    const now = [...list.children];
+    if (order.length === now.length && order.every((li, i) => li === now[i])) return;
+    list.append(...order);
   }
 
   function apply() {
@@ -85,7 +90,8 @@
     if (any) form.querySelector(`details[data-facet="${f}"]`).open = true;
   }
   form.addEventListener("input", apply);
-  form.addEventListener("change", apply);
+  // The text field's `change` (on blur) repeats what its `input` events did.
+  form.addEventListener("change", (ev) => { if (ev.target !== form.q) apply(); });
   apply();
 })();
 

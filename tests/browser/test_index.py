@@ -90,3 +90,27 @@ def test_hardware_labels_are_distinct_and_index_is_accessible(page, server):
     result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
     bad = [(v["id"], v["impact"], len(v["nodes"])) for v in result["violations"] if v["impact"] in ("serious", "critical")]
     assert not bad, bad
+
+
+def test_first_click_on_a_result_after_typing_opens_it(page, server):
+    """Issue 21: typing then clicking a result opens it at once. The search
+    field's blur fires `change` between mousedown and mouseup; the list must
+    not be re-sorted (its nodes moved) then, or the click is lost."""
+    page.goto(server + "/")
+    page.click('input[name="q"]')
+    page.keyboard.type("kimi")
+    assert shown(page) == ["moonshotai/Kimi-K3"]
+    link = page.locator("#recipes > li:not([hidden]) a").first
+    with page.expect_navigation():
+        link.click()
+    assert "/moonshotai/Kimi-K3/" in page.url
+
+
+def test_blur_of_the_search_field_moves_no_result(page, server):
+    page.goto(server + "/?sort=size-desc")
+    page.click('input[name="q"]')
+    page.keyboard.type("qwen")
+    page.evaluate("""() => { window.__moved = 0;
+        new MutationObserver((m) => { window.__moved += m.length; }).observe(document.getElementById('recipes'), {childList: true}); }""")
+    page.evaluate("() => document.querySelector('input[name=q]').blur()")
+    assert page.evaluate("window.__moved") == 0

@@ -1,0 +1,206 @@
+"""Issue 21 in the browser: what a new user trips on.
+
+Layout at six widths for a single-node, a multi-node and a P/D plan (and the
+900 px embed): nothing wider than its container, no text column narrower than
+about 12 characters, every tab reachable, a bounded page height; the same
+adjustment notice from a click as from a link; an Advanced choice that lost
+says so on its control; the router's tab installs it; Copy all and Download
+all; disclosure markers on a phone; the last GPU remembered across pages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.browser.conftest import wait_ready
+from tests.browser.test_page import K3, click, settle
+
+pytestmark = pytest.mark.browser
+WIDTHS = (390, 820, 900, 1024, 1280, 1440)
+PLANS = {"single": "", "multi": "?hardware=h200&strategy=multi_node_tp", "pd": "?hardware=gb200&strategy=pd_cluster"}
+MAX_HEIGHT = {390: 10_000, 820: 8_000}
+"""Page height bounds in px (the P/D page was 11-14k px tall at 900 px); 5,000 above 820 px."""
+LLAMA = "/meta-llama/Llama-3.3-70B-Instruct/"
+
+MEASURE = """() => {
+  const out = {over: [], narrow: []};
+  const ch = parseFloat(getComputedStyle(document.body).fontSize) * 0.5;  // a character of body text, roughly
+  for (const el of document.querySelectorAll('#app *')) {
+    const p = el.parentElement;
+    if (!p || el.closest('[hidden]') || el.closest('details:not([open]) > :not(summary)') || el.offsetParent === null) continue;
+    const cs = getComputedStyle(p);
+    if (['auto', 'scroll', 'hidden'].includes(cs.overflowX)) continue;  // a scroll box: its content may be wider
+    const r = el.getBoundingClientRect(), pr = p.getBoundingClientRect();
+    if (r.width > 0 && r.right > pr.right + 1) out.over.push(`${el.tagName}.${el.className} +${Math.round(r.right - pr.right)}px`);
+  }
+  for (const el of document.querySelectorAll('#app p, #app li, #app td, #app .ph-meaning, #app .notice-text')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || el.closest('[hidden]') || el.closest('details:not([open]) > :not(summary)')) continue;
+    if (el.textContent.trim().length > 12 && r.width < 12 * ch) out.narrow.push(`${el.className || el.tagName} ${Math.round(r.width)}px`);
+  }
+  out.height = document.documentElement.scrollHeight;
+  out.sideways = document.documentElement.scrollWidth > window.innerWidth;
+  return out;
+}"""
+
+
+def tabs_reachable(page) -> list[str]:
+    """Every tab brought into view in its strip (its own scroll) and chosen: its panel shows."""
+    missed = []
+    for i in range(page.locator('#commands [role="tab"]').count()):
+        tab = page.locator('#commands [role="tab"]').nth(i)
+        tab.scroll_into_view_if_needed()
+        inside = page.evaluate("""(i) => { const t = document.querySelectorAll('#commands [role=tab]')[i];
+            const s = t.parentElement.getBoundingClientRect(), r = t.getBoundingClientRect();
+            return r.left >= s.left - 1 && r.right <= s.right + 1; }""", i)
+        tab.click()
+        if not inside or not page.is_visible("#" + tab.get_attribute("aria-controls")):
+            missed.append(tab.inner_text())
+    return missed
+
+
+@pytest.mark.parametrize("plan", list(PLANS))
+def test_layout_at_every_width(page, server, plan):
+    page.goto(server + K3 + PLANS[plan])
+    wait_ready(page)
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(100)
+        m = page.evaluate(MEASURE)
+        assert not m["over"], (width, m["over"][:5])
+        assert not m["narrow"], (width, m["narrow"][:5])
+        assert not m["sideways"], width
+        assert m["height"] <= MAX_HEIGHT.get(width, 5_000), (width, m["height"])
+        assert not tabs_reachable(page), width
+        if plan == "pd" and width in (390, 1440):
+            page.screenshot(path=f"/tmp/ux_shots/test-{plan}-{width}.png", full_page=True)
+
+
+def test_embed_at_900(page, server):
+    page.set_viewport_size({"width": 900, "height": 900})
+    page.goto(server + K3 + PLANS["pd"] + "&embed=1")
+    wait_ready(page)
+    m = page.evaluate(MEASURE)
+    assert not m["over"] and not m["narrow"] and not m["sideways"], m
+    height = page.evaluate("() => Math.ceil(document.getElementById('app').getBoundingClientRect().bottom + scrollY)")
+    assert height <= 5_000, height
+    assert not tabs_reachable(page)
+    # the placeholders panel is one column at its own width, even though the viewport is wider than a phone
+    cols = page.evaluate("() => getComputedStyle(document.querySelector('label.ph')).gridTemplateColumns.split(' ').length")
+    assert cols == 1
+
+
+def test_placeholders_follow_their_own_width_not_the_viewport(page, server):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(server + K3 + PLANS["multi"])
+    wait_ready(page)
+    wide = page.evaluate("() => getComputedStyle(document.querySelector('label.ph')).gridTemplateColumns.split(' ').length")
+    page.evaluate("() => { document.getElementById('placeholders').style.width = '420px'; }")
+    narrow = page.evaluate("() => getComputedStyle(document.querySelector('label.ph')).gridTemplateColumns.split(' ').length")
+    assert wide == 3 and narrow == 1
+
+
+def node_notice(page) -> dict:
+    return page.evaluate("""() => [...document.querySelectorAll('#notices li')]
+        .filter(li => li.dataset.code === 'nodes-set' || li.dataset.code === 'nodes-raised')
+        .map(li => ({code: li.dataset.code, text: li.querySelector('.notice-text').textContent}))""")
+
+
+def test_an_adjustment_reads_the_same_from_a_click_and_from_a_link(page, server):
+    page.goto(server + K3)
+    wait_ready(page)
+    click(page, "hardware", "h100")
+    page.wait_for_function("() => location.search.includes('h100')")
+    settle(page)
+    clicked = node_notice(page)
+    assert page.locator('#controls input[name="nodes"]:checked').get_attribute("value") == "4"
+    assert clicked and clicked[0]["text"].startswith("4 nodes are the fewest that work on H100")
+    # the same state reached by its link
+    page.goto(server + K3 + "?" + page.evaluate("() => location.search.slice(1)"))
+    wait_ready(page)
+    assert node_notice(page) == clicked
+    # a link asking for 2 gives the same reasons
+    page.goto(server + K3 + "?hardware=h100&strategy=multi_node_tp&nodes=2")
+    wait_ready(page)
+    linked = node_notice(page)
+    assert linked and linked[0]["text"].startswith("Nodes raised from 2 to 4")
+    assert linked[0]["text"].split(": ", 1)[1] == clicked[0]["text"].split(": ", 1)[1]
+    # the level shows as a word, not only a colour
+    kinds = page.locator("#notices li .notice-kind").all_inner_texts()
+    assert kinds and all(k.strip().split()[-1] in ("Note:", "Warning:", "Error:") for k in kinds)
+
+
+def test_a_replaced_advanced_choice_says_so_on_its_control(page, server):
+    page.goto(server + K3 + "?hardware=h200&strategy=multi_node_dep&features=spec_decoding,tool_calling,reasoning")
+    wait_ready(page)
+    click(page, "advanced", "max_num_seqs_256")
+    page.wait_for_function("() => location.search.includes('max_num_seqs_256')")
+    settle(page)
+    label = page.locator('#controls input[name="advanced"][value="max_num_seqs_256"]').locator("xpath=..")
+    assert "lost" in label.get_attribute("class")
+    assert "Replaced by Speculative decoding's --max-num-seqs 32" in label.inner_text()
+    other = page.locator('#controls input[name="advanced"][value="gpu_mem_095"]').locator("xpath=..")
+    assert "lost" not in (other.get_attribute("class") or "")
+
+
+@pytest.fixture
+def context(context):
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    return context
+
+
+def test_router_tab_installs_the_router_and_copy_all(page, server):
+    page.goto(server + K3 + PLANS["pd"])
+    wait_ready(page)
+    router = page.locator('#commands [role="tab"]', has_text="Router")
+    router.click()
+    panel = page.locator("#" + router.get_attribute("aria-controls"))
+    text = panel.locator("pre code").inner_text()
+    assert text.index("uv pip install vllm-router") < text.index("vllm-router \\")
+    with page.expect_download() as dl:
+        panel.locator("button.download").click()
+    script = open(dl.value.path()).read()
+    assert "uv pip install vllm-router" in script
+    page.click("#commands button.copy-all")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    labels = page.locator('#commands [role="tab"]').all_inner_texts()
+    assert all(f"# --- {label} ---" in copied for label in labels) and "uv pip install vllm-router" in copied
+    with page.expect_download() as dl:
+        page.click("#commands button.download-all")
+    bundle = open(dl.value.path()).read()
+    assert dl.value.suggested_filename == "Kimi-K3-gb200-scripts.sh"
+    assert bundle.count("<<'VLLM_CONFIGURATOR_EOF'") == len(labels)
+
+
+def test_disclosures_keep_their_marker_on_a_phone(page, server):
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(server + K3 + PLANS["multi"])
+    wait_ready(page)
+    marks = page.evaluate("""() => [...document.querySelectorAll('details.why > summary, details.explain > summary')]
+        .filter(s => s.offsetParent !== null).map(s => getComputedStyle(s, '::before').content)""")
+    assert marks and all(m == '"▶"' for m in marks), marks
+
+
+def test_the_last_gpu_is_remembered_across_recipe_pages_and_the_url_wins(page, server):
+    page.goto(server + K3)
+    wait_ready(page)
+    click(page, "hardware", "h100")
+    page.wait_for_function("() => location.search.includes('h100')")
+    settle(page)
+    page.goto(server + LLAMA)
+    wait_ready(page)
+    settle(page)
+    assert page.locator('#controls input[name="hardware"]:checked').get_attribute("value") == "h100"
+    page.goto(server + LLAMA + "?hardware=b200")
+    wait_ready(page)
+    assert page.locator('#controls input[name="hardware"]:checked').get_attribute("value") == "b200"
+
+
+def test_kubernetes_mode_shows_preflight_not_pip_or_head_ip(page, server):
+    page.goto(server + K3 + PLANS["multi"] + "&install=k8s")
+    wait_ready(page)
+    extras = page.inner_text("#extras")
+    assert "Before you apply" in extras and "kubectl apply -f Kimi-K3-h200.yaml" in extras
+    assert "$HEAD_IP" not in extras and "uv pip install" not in extras
+    assert json.loads(page.evaluate("() => JSON.stringify(document.querySelectorAll('#extras ul.preflight li').length)")) >= 5

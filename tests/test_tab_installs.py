@@ -1,0 +1,147 @@
+"""Whatever a tab runs, the tab or its script installs (issue 21).
+
+For every plan of the golden selection space (``tests/golden.py``: our
+recipes and the public corpus, each in the "Run with" form it selects), every
+program a command tab or a companion tab starts is either vLLM itself —
+installed by the plan's Install step (pip) or present in the container it
+runs in (Docker, Kubernetes) — or installed by an install line of the same
+tab that comes before it; the tab's downloaded script holds the same lines.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from composer.api import compose
+from tests import golden
+
+PROVIDED_BY = {
+    "vllm-router": "vllm-router",
+    "lmcache": "lmcache",
+    "mooncake_master": "mooncake-transfer-engine",
+    "mooncake.mooncake_store_service": "mooncake-transfer-engine",
+}
+"""Program (or ``python3 -m`` module) → the pip package that provides it
+(vllm-router: the package of the same name, vllm-project/router; LMCache's
+``lmcache`` CLI; Mooncake's ``mooncake_master`` and store service, both in the
+transfer engine wheel, also as ``mooncake-transfer-engine-non-cuda``)."""
+SHELL = {"export", "mkdir", "cat", "test", "source", "uv", "set", ":", "chmod", "echo", "docker"}
+"""Shell built-ins and tools every host has (uv: the Install step's own tool)."""
+
+
+def started(text: str) -> list[tuple[int, str]]:
+    """``(line index, program)`` of every command a shell text starts: the
+    first word of each ``&&``/``||`` part of each logical line (continuations
+    joined) that is no comment or here-document body; ``python3 -m M`` starts
+    module ``M``."""
+    out: list[tuple[int, str]] = []
+    heredoc, logical, first = None, "", 0
+    for i, line in enumerate(text.splitlines()):
+        if heredoc is not None:
+            heredoc = None if line.strip() == heredoc else heredoc
+            continue
+        if not logical:
+            first = i
+        logical += line.rstrip().removesuffix("\\") + " "
+        if line.rstrip().endswith("\\"):
+            continue
+        if not logical.lstrip().startswith("#"):
+            for part in re.split(r"&&|\|\|", logical):
+                w = part.split()
+                if w:
+                    out.append((first, w[w.index("-m") + 1] if w[0] == "python3" and "-m" in w[:-1] else w[0]))
+        m = re.search(r"<<'?([A-Za-z_]+)'?", logical)
+        heredoc = m.group(1) if m else None
+        logical = ""
+    return out
+
+
+def install_lines(text: str) -> list[tuple[int, str]]:
+    """``(line index, line)`` of the lines that pip-install something."""
+    return [(i, line) for i, line in enumerate(text.splitlines()) if re.search(r"\bpip install\b", line)]
+
+
+def _check_tab(label: str, text: str, script: str, plan: dict) -> list[str]:
+    problems = []
+    for at, prog in started(text):
+        if prog in SHELL:
+            continue
+        if prog == "vllm":
+            form = plan["selection"]["install"]
+            said = any(n.startswith("No pip install of vLLM is known") for n in plan["install"]["notes"])
+            if form == "pip" and "vllm" not in (plan["install"]["pip"] or "") and not said:
+                problems.append(f"{label}: runs vllm but the Install step installs no vLLM")
+            continue
+        package = PROVIDED_BY.get(prog)
+        if package is None:
+            problems.append(f"{label}: starts {prog!r}, which this test does not know the package of")
+            continue
+        before = [line for i, line in install_lines(text) if i < at and package in line]
+        if not before:
+            problems.append(f"{label}: starts {prog} with no install of {package} before it in the tab")
+        elif any(line not in script for line in before):
+            problems.append(f"{label}: its script lacks the tab's install line {before[0]!r}")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return [(line, compose(golden.context(line["source"], line["recipe"]), line["query"], every_form=False))
+            for line in golden.load()]
+
+
+def test_every_tab_installs_what_it_starts(plans):
+    problems = []
+    for line, plan in plans:
+        scripts = {a["command"]: a["text"] for a in plan["output"]["artifacts"] if a["command"] is not None}
+        helpers = {a["companion"]: a["text"] for a in plan["output"]["artifacts"] if a.get("companion") is not None}
+        where = f"{line['recipe']} ?{line['query']}"
+        for i, c in enumerate(plan["commands"]):
+            problems += [f"{where}: {p}" for p in _check_tab(c["label"], c["text"], scripts.get(i, ""), plan)]
+        for i, c in enumerate(plan["companions"]):
+            problems += [f"{where}: {p}" for p in _check_tab(c["label"], c["text"], helpers.get(i, ""), plan)]
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_the_space_has_every_kind_of_companion(plans):
+    """The check above saw a router in each install form, an LMCache server and a Mooncake master."""
+    seen = set()
+    for _line, plan in plans:
+        form = plan["selection"]["install"]
+        seen |= {(c["argv"][0], form) for c in plan["commands"] if c["argv"][0] != "vllm"}
+        seen |= {prog for c in plan["companions"] for _, prog in started(c["text"])}
+    for want in [("vllm-router", "pip"), ("vllm-router", "docker"), "lmcache", "mooncake_master",
+                 "mooncake.mooncake_store_service"]:
+        assert want in seen
+
+
+def test_a_router_tab_without_its_install_is_caught():
+    """The check is not vacuous: the router's bare command fails it."""
+    plan = {"selection": {"install": "pip"}, "install": {"pip": "uv pip install vllm", "notes": []}}
+    bare = "vllm-router \\\n  --policy round_robin \\\n  --port 30000"
+    assert _check_tab("Router", bare, bare, plan)
+    good = "test -d .venv || uv venv --python 3.12\nsource .venv/bin/activate\nuv pip install vllm-router\n" + bare
+    assert not _check_tab("Router", good, good, plan)
+    assert _check_tab("Router", good, bare, plan)  # a script without the install
+
+
+def test_download_all_writes_every_script():
+    """The bundle of a multi-node plan holds every script, each in a quoted here-document."""
+    ctx = golden.context("ours", "moonshotai/Kimi-K3")
+    plan = compose(ctx, "hardware=gb200&strategy=pd_cluster", every_form=False)
+    bundle = plan["output"]["bundle"]
+    assert bundle and bundle["file_name"].endswith("-scripts.sh")
+    names = [a["file_name"] for a in plan["output"]["artifacts"] if a["command"] is not None]
+    assert len(names) == len(plan["commands"]) > 2
+    for name in names:
+        assert f"cat > {name} <<'VLLM_CONFIGURATOR_EOF'" in bundle["text"]
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run(["bash", "-c", bundle["text"]], cwd=d, check=True, capture_output=True)
+        for a in plan["output"]["artifacts"]:
+            if a["command"] is not None:
+                assert (Path(d) / a["file_name"]).read_text() == a["text"]
