@@ -12,6 +12,7 @@ from composer.dimensions import DIMENSIONS, EFFECT_DIMS, POOLS, Selection
 from composer.modes import default_mode, format_fmode, mode_block_reason, mode_label, moded_features, parse_fmode
 from composer.outputs import Option
 from composer.parallel import KINDS
+from composer.plan import plan_error
 from composer.query import SCHEMA_VERSION, Request, parse_query
 from composer.resolve import feature_label, pd_modes
 
@@ -29,6 +30,7 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request) -> dict[st
     opts: dict[str, list[dict]] = {}
     for _, builder in BUILDERS:
         opts.update(builder(ctx, sel, base))
+    _disable_errors(ctx, sel, base, opts)
     for items in opts.values():
         for item in items:
             item.setdefault("description", "")
@@ -100,8 +102,8 @@ def _nodes(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[
             got, why = resolved_with_notices(ctx, dict(query.values))
             if got.nodes != k:
                 reason = raise_reason(why, k, got.nodes)
-            elif any(n.level == "error" for n in why):
-                reason = next(n.message for n in why if n.level == "error")
+            else:
+                reason = plan_error(ctx, dict(query.values))
         items.append({
             "id": str(k), "label": str(k), "selected": k == sel.nodes,
             "disabled": reason is not None, "reason": reason, "query": query.query(),
@@ -128,8 +130,7 @@ def _strategy(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, li
         query = base.with_values(strategy=s, nodes=(None if not same_kind or st.deploy_type != "multi_node" else base.get("nodes")),
                                  **(PD_KEYS if st.kind != "pd" else {}))
         if reason is None:
-            _, why = resolved_with_notices(ctx, dict(query.values))
-            reason = next((n.message for n in why if n.level == "error"), None)
+            reason = plan_error(ctx, dict(query.values))
         floor = ctx.floor_gpus(s, sel.hardware)
         desc = st.description + (f" Needs at least {floor} GPUs ({ctx.floor_nodes(s, sel.hardware)} × {hwp.display_name})." if floor else "")
         items.append({
@@ -162,8 +163,8 @@ def _pools(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[
             got, why = resolved_with_notices(ctx, dict(query.values))
             got_k = got.pool(name).nodes if got.pool(name) else k
             reason = raise_reason(why, k, got_k) if got_k != k else None
-            if reason is None and any(n.level == "error" for n in why):
-                reason = next(n.message for n in why if n.level == "error")
+            if reason is None:
+                reason = plan_error(ctx, dict(query.values))
             out[f"{name}_nodes"].append({
                 "id": str(k), "label": str(k), "selected": k == pool.nodes, "disabled": reason is not None,
                 "reason": reason, "query": query.query(),
@@ -332,9 +333,34 @@ moded feature). A test checks the order against the table."""
 
 
 def _error(ctx: RecipeContext, query: Request) -> str | None:
-    """The first error the plan of ``query`` has, or None (cached resolution)."""
-    _, notices = resolved_with_notices(ctx, dict(query.values))
-    return next((n.message for n in notices if n.level == "error"), None)
+    """The first error the plan of ``query`` has, or None: the resolver's, the
+    capacity's and vLLM's start-up checks on its commands
+    (``composer.plan.plan_error``, cached)."""
+    return plan_error(ctx, dict(query.values))
+
+
+CHECKED_AFTER = ("features", "advanced", "kv_offload", "instances", "install", "cuda", "task")
+"""Groups whose builders gate options by declarations only (a feature's
+strategies, a knob's condition): ``_disable_errors`` then disables each option
+whose plan would be an error the current plan does not have, with that error
+as the reason (feature modes ``fmode.*`` too)."""
+
+
+def _disable_errors(ctx: RecipeContext, sel: Selection, base: Request, opts: dict[str, list[dict]]) -> None:
+    """An option of ``CHECKED_AFTER`` that leads to an error plan (a launch
+    rule vLLM enforces, a capacity error) is disabled with that error as its
+    reason, unless the current plan has the same error (the click does not
+    make it worse, and the user must be able to leave it)."""
+    current = _error(ctx, base)
+    for dim, items in opts.items():
+        if dim not in CHECKED_AFTER and not dim.startswith("fmode."):
+            continue
+        for item in items:
+            if item["disabled"] or item["query"] == base.query():
+                continue
+            why = plan_error(ctx, dict(parse_query(item["query"]).values))
+            if why is not None and why != current:
+                item["disabled"], item["reason"] = True, why
 
 
 def _working(query: Request, ctx: RecipeContext, fallback: dict) -> tuple[Request, str | None]:

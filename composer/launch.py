@@ -52,10 +52,11 @@ Integration (not wired in yet):
 
 from __future__ import annotations
 
+import builtins
 import json
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from composer import vllm_cli
 from composer.argv import ArgvError, parse_tokens
@@ -311,8 +312,8 @@ class Violation:
     command: Optional[int] = None
     assumed: str = ""
 
-    def to_dict(self) -> dict:
-        d = {"rule": self.rule, "level": self.level, "message": self.message, "fix": self.fix,
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"rule": self.rule, "level": self.level, "message": self.message, "fix": self.fix,
              "source": RULE[self.rule].source}
         if self.command is not None:
             d["command"] = self.command
@@ -361,7 +362,7 @@ class Target:
     kv_cache_gib: Optional[float] = None
 
 
-def target_for(hw_id: str, hw, install: str | None = None, kv_cache_gib: float | None = None) -> Target:
+def target_for(hw_id: str, hw: Any, install: str | None = None, kv_cache_gib: float | None = None) -> Target:
     """The ``Target`` of hardware profile ``hw`` (``composer.schema.HardwareProfile``)
     with id ``hw_id``; GPU memory is the vendor's decimal GB per GPU in GiB."""
     brand = (hw.brand or "").lower()
@@ -411,11 +412,11 @@ class Serve:
         v = self.opts.get(name)
         return v if isinstance(v, bool) else None
 
-    def str(self, name: str) -> Optional[str]:
+    def str(self, name: str) -> Optional[builtins.str]:
         v = self.opts.get(name)
-        return None if v is None or isinstance(v, bool) else str(v)
+        return None if v is None or isinstance(v, bool) else builtins.str(v)
 
-    def conf(self, name: str) -> Mapping[str, Any]:
+    def conf(self, name: builtins.str) -> Mapping[builtins.str, Any]:
         return self.configs.get(name, {})
 
 
@@ -790,7 +791,7 @@ def _check_scheduler(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:
                  f"max_num_batched_tokens ({b.tokens}) must be greater than or equal to max_num_seqs ({b.seqs}).",
                  f"raise --max-num-batched-tokens to at least {b.seqs} or lower --max-num-seqs to {b.tokens}")
     mml = b.max_model_len
-    if b.tokens_given and not b.chunked_prefill and mml and b.tokens < mml:
+    if b.tokens_given and b.tokens is not None and not b.chunked_prefill and mml and b.tokens < mml:
         yield _v("batched-tokens-ge-model-len",
                  f"max_num_batched_tokens ({b.tokens}) is smaller than max_model_len ({mml}). This effectively limits "
                  f"the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences.",
@@ -804,7 +805,7 @@ def _check_scheduler(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:
         yield _v("long-prefill-threshold-le-model-len",
                  f"long_prefill_token_threshold ({thr}) cannot be greater than the max_model_len ({mml}).",
                  f"use --long-prefill-token-threshold {mml} or less")
-    if b.tokens_given and b.seqs is not None and mml and b.tokens > b.seqs * mml:
+    if b.tokens_given and b.tokens is not None and b.seqs is not None and mml and b.tokens > b.seqs * mml:
         yield _v("batched-tokens-over-seqs-times-len",
                  f"max_num_batched_tokens ({b.tokens}) exceeds max_num_seqs * max_model_len ({b.seqs * mml}). "
                  f"This may lead to unexpected behavior.",
@@ -1200,12 +1201,21 @@ def _hash_options(s: Serve) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class _Cmd:
+    """One command of a plan as the plan rules read it (``serve`` None: not a
+    ``vllm serve`` command, e.g. the router)."""
+
     index: int
     role: str
     pool: Optional[str]
     node_rank: int
     serve: Optional[Serve]
-    argv: tuple
+    argv: tuple[str, ...]
+
+    @property
+    def s(self) -> Serve:
+        """The parsed ``vllm serve`` command (only called on those)."""
+        assert self.serve is not None
+        return self.serve
 
 
 def _group_key(c: _Cmd) -> tuple:
@@ -1213,7 +1223,7 @@ def _group_key(c: _Cmd) -> tuple:
     (and RPC port); without an address a command talks only to its own node
     (vLLM's default 127.0.0.1), so it is a group of its own (e.g. one of
     several independent instances behind a router)."""
-    s = c.serve
+    s = c.s
     address = s.str("data-parallel-address")
     if address is None:
         return ("solo", c.index)
@@ -1233,7 +1243,7 @@ def _router_endpoints(cmds: Sequence[_Cmd]) -> Optional[dict[str, int]]:
     return found
 
 
-def _check_groups(cmds: Sequence[_Cmd], facts_of) -> Iterable[Violation]:
+def _check_groups(cmds: Sequence[_Cmd], facts_of: Callable[[_Cmd], ModelFacts]) -> Iterable[Violation]:
     groups: dict[tuple, list[_Cmd]] = {}
     for c in cmds:
         if c.serve is None:
@@ -1245,14 +1255,14 @@ def _check_groups(cmds: Sequence[_Cmd], facts_of) -> Iterable[Violation]:
     router = _router_endpoints(cmds)
     for _key, members in groups.items():
         members = sorted(members, key=lambda c: c.node_rank)
-        dps = {c.index: data_parallel(c.serve) for c in members}
+        dps = {c.index: data_parallel(c.s) for c in members}
         size = next(iter(dps.values())).size
         moe = facts_of(members[0]).is_moe
         # Same collective-affecting configuration on every rank (MoE DP only: dense ranks run independently).
         if moe is not False:
-            ref = _hash_options(members[0].serve)
+            ref = _hash_options(members[0].s)
             for c in members[1:]:
-                other = _hash_options(c.serve)
+                other = _hash_options(c.s)
                 diff = sorted(k for k in set(ref) | set(other) if ref.get(k) != other.get(k))
                 if diff:
                     shown = ", ".join(f"--{k} {ref.get(k)!s} vs {other.get(k)!s}" for k in diff[:4])
@@ -1260,7 +1270,7 @@ def _check_groups(cmds: Sequence[_Cmd], facts_of) -> Iterable[Violation]:
                                     f"Configuration mismatch detected for engine {dps[c.index].rank}. All DP workers must "
                                     f"have identical configurations for parameters that affect collective communication "
                                     f"({shown}).", "give every node of the DP group the same parallel flags", c.index)
-        multinode = any((c.serve.int("nnodes") or 1) > 1 for c in members)
+        multinode = any((c.s.int("nnodes") or 1) > 1 for c in members)
         if not multinode:
             seen: dict[int, int] = {}
             for c in members:
@@ -1279,12 +1289,12 @@ def _check_groups(cmds: Sequence[_Cmd], facts_of) -> Iterable[Violation]:
                                 f"{_ranges(missing)} of {size} are started by no command, and rank 0 waits for every "
                                 f"DP engine.", "add the nodes that start the missing ranks, or lower --data-parallel-size",
                                 head.index)
-        head = next((c for c in members if dps[c.index].rank == 0 and not dps[c.index].headless), None)
-        if head is not None:
-            hd = dps[head.index]
+        api_head = next((c for c in members if dps[c.index].rank == 0 and not dps[c.index].headless), None)
+        if api_head is not None:
+            hd = dps[api_head.index]
             remote_headless = hd.mode == "internal"
             for c in members:
-                if c is head:
+                if c is api_head:
                     continue
                 d = dps[c.index]
                 if d.headless != remote_headless:
@@ -1319,7 +1329,7 @@ def _check_groups(cmds: Sequence[_Cmd], facts_of) -> Iterable[Violation]:
         else:
             reached = servers
             how = ""
-        ranks = set()
+        ranks: set[int] = set()
         for c in reached:
             ranks.update(dps[c.index].served_ranks())
         if len(ranks) < size:
@@ -1366,9 +1376,9 @@ def check_commands(commands: Sequence[Any], facts: ModelFacts | Mapping[str, Mod
     def facts_of(c: _Cmd) -> ModelFacts:
         if isinstance(facts, ModelFacts):
             return facts
-        if isinstance(facts, Mapping) and c.serve.model in facts:
-            return facts[c.serve.model]
-        return facts_for(c.serve.model)
+        if isinstance(facts, Mapping) and c.s.model in facts:
+            return facts[c.s.model]
+        return facts_for(c.s.model)
 
     def target_of(c: _Cmd) -> Target:
         if isinstance(targets, Target):
@@ -1389,18 +1399,25 @@ def check_commands(commands: Sequence[Any], facts: ModelFacts | Mapping[str, Mod
     return tuple(out)
 
 
-def plan_targets(ctx, plan) -> dict[Optional[str], Target]:
+def plan_targets(ctx: Any, plan: Any) -> dict[Optional[str], Target]:
     """Targets of a composed plan (the dict of ``composer.api.compose`` or a
-    typed ``composer.outputs.Plan``): its hardware profile and install form,
-    and per capacity scope (deployment → None, prefill, decode) the memory
-    model's KV cache per GPU (``capacity[i].kv_gb`` over its ``gpus``)."""
-    sel = _field(plan, "selection") or {}
+    typed ``composer.outputs.Plan``): ``selection_targets`` of its selection
+    and capacity records."""
+    return selection_targets(ctx, _field(plan, "selection") or {}, _field(plan, "capacity") or ())
+
+
+def selection_targets(ctx: Any, sel: Mapping[str, Any], capacity: Sequence[Any] = ()) -> dict[Optional[str], Target]:
+    """Targets of a selection (``Selection.to_dict()``: its ``hardware`` and
+    ``install``) with its capacity records (``composer.outputs.CapacityCheck``
+    or their JSON): per capacity scope (deployment → None, prefill, decode)
+    the memory model's KV cache per GPU (``kv_gb`` over ``gpus``, GB → GiB).
+    An unknown hardware id gives a target with the install form only."""
     hw_id = sel.get("hardware")
     if not hw_id or hw_id not in ctx.catalog.taxonomy.hardware_profiles:
         return {None: Target(install=sel.get("install"))}
     hw = ctx.hw(hw_id)
     out: dict[Optional[str], Target] = {}
-    for cap in _field(plan, "capacity") or ():
+    for cap in capacity:
         kv = _field(cap, "kv_gb")
         gpus = _field(cap, "gpus") or 0
         kv_gib = kv * 1e9 / 2 ** 30 / gpus if kv is not None and gpus else None
@@ -1410,7 +1427,7 @@ def plan_targets(ctx, plan) -> dict[Optional[str], Target]:
     return out
 
 
-def check_plan(ctx, plan) -> tuple[Violation, ...]:
+def check_plan(ctx: Any, plan: Any) -> tuple[Violation, ...]:
     """Every rule a composed plan breaks (``plan``: the dict of
     ``composer.api.compose`` or a typed ``composer.outputs.Plan``; its
     ``commands``, else its ``blocked_commands``), with the recipe's model
@@ -1419,7 +1436,17 @@ def check_plan(ctx, plan) -> tuple[Violation, ...]:
     Never raises."""
     from composer.model_facts import model_facts
 
-    variant = (_field(plan, "selection") or {}).get("variant")
-    facts = model_facts(ctx, variant)
     commands = _field(plan, "commands") or _field(plan, "blocked_commands") or ()
-    return check_commands(commands, facts, plan_targets(ctx, plan))
+    return check_selection(ctx, _field(plan, "selection") or {}, commands, _field(plan, "capacity") or ())
+
+
+def check_selection(ctx: Any, sel: Mapping[str, Any], commands: Sequence[Any],
+                    capacity: Sequence[Any] = ()) -> tuple[Violation, ...]:
+    """Every rule the ``commands`` composed for selection ``sel``
+    (``Selection.to_dict()``) break, with the selected variant's model facts
+    and ``selection_targets(ctx, sel, capacity)``: what ``composer.plan``
+    runs before it decides a plan's status. Never raises."""
+    from composer.model_facts import model_facts
+
+    facts = model_facts(ctx, sel.get("variant"))
+    return check_commands(commands, facts, selection_targets(ctx, sel, capacity))

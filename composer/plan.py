@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from composer import forms  # imported here, not lazily: the browser's memory snapshot holds only imported modules
+from composer import launch
 from composer import run_forms as run
 from composer import vllm_cli
 from composer.argv import ArgvError, Entry, Source, flag_value
@@ -135,12 +136,15 @@ def _vllm_notices(entries: list[Entry], env: dict[str, str], notices: Notices) -
 
 
 def _scheduler_notices(entries: list[Entry], label: str, notices: Notices) -> None:
-    """Scheduler settings that starve each other, with every value named:
+    """Scheduler settings that starve each other (vLLM starts, degraded), with
+    every value named:
 
     * each decode step of a sequence schedules 1 + k tokens with k speculative
       tokens (``--speculative-config`` ``num_speculative_tokens``), so
-      ``--max-num-batched-tokens`` below ``--max-num-seqs × (1 + k)`` caps the
-      batch below ``--max-num-seqs``;
+      ``--max-num-batched-tokens`` from ``--max-num-seqs`` up to below
+      ``--max-num-seqs × (1 + k)`` caps the batch below ``--max-num-seqs``
+      (below ``--max-num-seqs`` itself vLLM refuses to start: the launch rule
+      ``batched-tokens-ge-seqs``, ``composer.launch``, reports it as an error);
     * a CUDA-graph capture size (``--compilation-config``
       ``max_cudagraph_capture_size`` or the largest ``cudagraph_capture_sizes``)
       below the largest decode batch (``--max-num-seqs × (1 + k)`` tokens) runs
@@ -161,7 +165,7 @@ def _scheduler_notices(entries: list[Entry], label: str, notices: Notices) -> No
         k = int(spec.get("num_speculative_tokens") or 0) if isinstance(spec, dict) else 0
     except (ValueError, TypeError, OverflowError):  # Infinity, strings: the lint reports those
         k = 0
-    if seqs and batched is not None and batched < seqs * (1 + k):
+    if seqs and batched is not None and seqs <= batched < seqs * (1 + k):
         why = f" with {k} speculative tokens" if k else ""
         notices.add("warning", "scheduler-budget",
                     f"{label}: --max-num-batched-tokens {batched} is below --max-num-seqs {seqs} × (1 + {k}) = {seqs * (1 + k)}"
@@ -452,6 +456,96 @@ def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[Command]
                     f"{label} KV offload uses {total:g} GiB of host memory in total across workers. It moves KV cache, never weights.")
 
 
+LAUNCH_ELSEWHERE: dict[str, str] = {
+    "kv-cache-holds-one-sequence": "the KV-capacity notice of _capacity_of (composer.memory's estimate; issue 18 item 3)",
+}
+"""Launch rules whose notice another step of the plan owns (rule id → where),
+so one fault is said once."""
+
+
+def launch_notices(ctx: RecipeContext, sel: Selection, commands: list[Command], caps: list[CapacityCheck],
+                   notices: Notices) -> None:
+    """vLLM 0.33.0's start-up checks (``composer.launch.check_selection``) on
+    every command of the plan: each rule an error breaks (vLLM refuses to
+    start) becomes an error notice ``launch-<rule>`` — the plan's status is
+    then ``error`` — and each degraded start a warning that names its cost.
+    Commands breaking the same rule with the same message share one notice
+    that names them all. Data fields: ``rule``, ``values`` (the deciding
+    flags and env vars the command sets), ``subject`` and ``key`` (the first
+    of them and the recipe key path that set it, ``composer.layers``), ``fix``
+    and ``source`` (vLLM file:lines)."""
+    found = launch.check_selection(ctx, sel.to_dict(), commands, caps)
+    groups: dict[tuple[str, str, str], list[launch.Violation]] = {}
+    for v in found:
+        if v.rule not in LAUNCH_ELSEWHERE:
+            groups.setdefault((v.rule, v.message, v.fix), []).append(v)
+    for (rule_id, message, fix), vs in groups.items():
+        rule = launch.RULE[rule_id]
+        cmds = [commands[v.command] for v in vs if v.command is not None and v.command < len(commands)]
+        labels = list(dict.fromkeys(c.label for c in cmds))
+        first = cmds[0] if cmds else None
+        values, subject, key = _deciding(rule, first)
+        where = (", ".join(labels) + ": ") if len(commands) > 1 and labels else ""
+        assumed = f" (Assumed: {vs[0].assumed}.)" if vs[0].assumed else ""
+        if rule.level == "error":
+            text = f"{where}vLLM {launch.VERSION} refuses to start: {message}{assumed} Fix: {fix}."
+        else:
+            text = f"{where}vLLM {launch.VERSION} starts, degraded: {message}{assumed} Cost: {rule.cost}. Fix: {fix}."
+        notices.add(rule.level, f"launch-{rule_id}", text, subject=subject, rule=rule_id, values=values or None,
+                    key=key, fix=fix, source=rule.source)
+
+
+def _deciding(rule: launch.Rule, cmd: Command | None) -> tuple[tuple[tuple[str, str], ...], str | None, str | None]:
+    """``(values, subject, key)`` of a rule on one command: each flag and env
+    var of ``rule.flags`` the command sets with its value, the first of them,
+    and the recipe key path (``FlagSource.key``) that set it."""
+    if cmd is None:
+        return (), None, None
+    flags = {f.name: f for f in cmd.provenance}
+    envs = {e.name: e for e in cmd.env_provenance}
+    values: list[tuple[str, str]] = []
+    subject = key = None
+    for name in rule.flags:
+        if name in flags:
+            f = flags[name]
+            values.append((f.flag, f.value if f.value is not None else "on"))
+            src_key = f.key
+        elif name in envs:
+            values.append((name, envs[name].value))
+            src_key = envs[name].key
+        else:
+            continue
+        if subject is None:
+            subject, key = values[-1][0], src_key
+    return tuple(values), subject, key
+
+
+def plan_error(ctx: RecipeContext, values: dict[str, str]) -> str | None:
+    """The first error notice of the plan ``values`` (query parameters)
+    compose to, or None: the resolver's errors, then the commands' capacity and
+    launch errors (``launch_notices``). Cached per recipe context (region
+    ``plan-error``): the page's controls ask it for every option."""
+    from composer.canonical import resolved_with_notices
+
+    def make() -> str | None:
+        sel, items = resolved_with_notices(ctx, values)
+        err = next((n.message for n in items if n.level == "error"), None)
+        if err is not None:
+            return err
+        notices = Notices()
+        try:
+            commands, caps = build_commands(ctx, sel, notices)
+        except ArgvError as e:
+            return str(e)
+        for cap in caps:
+            if not cap.fits:
+                notices.add("error", "capacity", cap.message)
+        launch_notices(ctx, sel, commands, caps, notices)
+        return next((n.message for n in notices.items() if n.level == "error"), None)
+
+    return ctx.cache("plan-error").get(tuple(sorted(values.items())), make)
+
+
 def build_plan(ctx: RecipeContext, query, every_form: bool = True) -> dict:
     """The plan for ``query`` (string, mapping or None) as JSON data: the
     ``composer.outputs.Plan`` contract (``to_json``).
@@ -480,6 +574,7 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
     for cap in caps:
         if not cap.fits and not has_cap_error:
             notices.add("error", "capacity", cap.message)
+    launch_notices(ctx, sel, commands, caps, notices)
     kv_memory_notice(ctx, sel, commands, notices)
     summary_text = summary(ctx, sel, commands)
     comps = run.companions(ctx, sel)
