@@ -28,26 +28,24 @@ citing the file and lines it mirrors. Argv is read with the project's own
 parser (``composer.argv.parse_tokens``) and vLLM's CLI table
 (``composer.vllm_cli``). Pure logic over frozen values; no I/O.
 
-Integration (not wired in yet):
+Where it runs (issue 18):
 
-* ``composer.plan.plan_and_selection``, once the ``Plan`` is built:
-  ``found = launch.check_plan(ctx, plan)`` (typed ``Plan`` or its JSON). Each
-  ``error`` becomes an error notice (code ``launch-<rule>``, subject = the
-  first of ``RULE[v.rule].flags`` that the command's provenance sets, with the
-  recipe key path of that ``FlagSource``) and the plan's status turns
-  ``error`` (commands → ``blocked_commands``); each ``warning`` becomes a
-  warning notice naming ``RULE[v.rule].cost``.
-* ``composer.resolve`` / ``composer.layout``, where the composer chooses a
-  value: ask ``model_facts(ctx, variant).num_attention_heads`` instead of
-  ``recipe.model.num_attention_heads`` in ``layout_problem`` (unknown → only
-  power-of-two TP), and run ``check_command`` on a candidate argv to pick the
-  first node count / pool layout without errors (e.g. the internal-LB form:
-  no ``--data-parallel-start-rank`` on the head of a one-rank-per-node pool).
-* ``composer.controls``: an option whose plan has error violations is
-  disabled with ``violations[0].message`` as its reason.
-* ``composer.buildtime.checks.check_references``: ``check_plan`` on the recipe's
-  default plans; errors as ``RecipeError(file, key path from provenance,
-  message)``.
+* ``composer.plan.launch_notices`` runs ``check_selection`` on every command
+  of every plan (CLI, build, JSON API, page): each ``error`` is an error
+  notice ``launch-<rule>`` (the plan's status is then ``error``), each
+  ``warning`` a warning notice naming ``RULE[v.rule].cost``; the notice
+  carries the rule, the deciding values, the recipe key path that set the
+  first of them (the command's provenance), the fix and ``source``.
+  ``composer.plan.LAUNCH_ELSEWHERE`` names the rules another step reports
+  (``kv-cache-holds-one-sequence``: the KV-capacity notice, issue 18 item 3).
+* ``composer.parallel.layout_problem`` asks the model facts for the head
+  count (unknown → only a power-of-two TP), so the node counts and pool
+  sizes the composer chooses pass ``tp-divides-heads``; ``_dep_flags`` uses
+  the internal-LB form for one DP rank per node (no start rank on the head).
+* ``composer.controls``: an option whose plan has an error is disabled with
+  that error as its reason (``composer.plan.plan_error``).
+* ``composer.buildtime.checks.launch_problems``: the lint of the default
+  plans of a recipe, by recipe key path.
 """
 
 from __future__ import annotations
@@ -1434,8 +1432,6 @@ def check_plan(ctx: Any, plan: Any) -> tuple[Violation, ...]:
     facts (``ctx``: the ``RecipeContext``; ``composer.model_facts.model_facts``
     for the selected variant) and the plan's targets (``plan_targets``).
     Never raises."""
-    from composer.model_facts import model_facts
-
     commands = _field(plan, "commands") or _field(plan, "blocked_commands") or ()
     return check_selection(ctx, _field(plan, "selection") or {}, commands, _field(plan, "capacity") or ())
 
