@@ -18,7 +18,7 @@ from composer.canonical import canonical_request, pinned_request
 from composer.context import RecipeContext
 from composer.help import flag_help
 from composer.keypaths import KeyPath
-from composer.layers import CommandSpec, compose_layers
+from composer.layers import TOPOLOGY_SOURCE, CommandSpec, compose_layers
 from composer.memory import capacity
 from composer.notices import Notices
 from composer.placeholders import placeholders
@@ -497,27 +497,27 @@ def launch_notices(ctx: RecipeContext, sel: Selection, commands: list[Command], 
 
 def _deciding(rule: launch.Rule, cmd: Command | None) -> tuple[tuple[tuple[str, str], ...], str | None, str | None]:
     """``(values, subject, key)`` of a rule on one command: each flag and env
-    var of ``rule.flags`` the command sets with its value, the first of them,
-    and the recipe key path (``FlagSource.key``) that set it."""
+    var of ``rule.flags`` the command sets with its value, the first of them
+    a recipe layer set (else the first: the computed topology), and the key
+    path (``FlagSource.key``) that set it."""
     if cmd is None:
         return (), None, None
     flags = {f.name: f for f in cmd.provenance}
     envs = {e.name: e for e in cmd.env_provenance}
     values: list[tuple[str, str]] = []
-    subject = key = None
+    keys: list[str] = []
     for name in rule.flags:
         if name in flags:
             f = flags[name]
             values.append((f.flag, f.value if f.value is not None else "on"))
-            src_key = f.key
+            keys.append(f.key)
         elif name in envs:
             values.append((name, envs[name].value))
-            src_key = envs[name].key
-        else:
-            continue
-        if subject is None:
-            subject, key = values[-1][0], src_key
-    return tuple(values), subject, key
+            keys.append(envs[name].key)
+    if not values:
+        return (), None, None
+    i = next((i for i, k in enumerate(keys) if not k.startswith(TOPOLOGY_SOURCE)), 0)
+    return tuple(values), values[i][0], keys[i]
 
 
 def plan_error(ctx: RecipeContext, values: dict[str, str]) -> str | None:

@@ -140,13 +140,16 @@ reported by their own tests, not a recipe lint."""
 def launch_problems(ctx: RecipeContext) -> list[tuple[str, str]]:
     """``(recipe key path, message)`` of each vLLM start-up rule
     (``composer.launch``; the plan's ``launch-<rule>`` error notices) that a
-    recipe's own args break in the default plan of the recipe and of each
-    listed hardware (``?hardware=<id>``: the plans the JSON API publishes).
+    recipe's own args break in the default plan of the recipe, of each
+    listed hardware (``?hardware=<id>``: the plans the JSON API publishes)
+    and of each offered strategy on the default hardware
+    (``?strategy=<id>``).
     The key path is the one that set the first deciding flag
     (``Notice.key``); the message names the plan's query, vLLM's words and
     the fix. Errors only: a degraded start is the plan's warning."""
     found: dict[tuple[str, str], str] = {}
-    for query in [""] + [f"hardware={h}" for h in ctx.listed_hardware]:
+    queries = [""] + [f"hardware={h}" for h in ctx.listed_hardware] + [f"strategy={s}" for s in ctx.strategies]
+    for query in queries:
         plan = compose(ctx, query, every_form=False)
         for n in plan["notices"]:
             if n["level"] != "error" or not n["code"].startswith("launch-"):
