@@ -1183,13 +1183,17 @@ HASH_IGNORED = frozenset({
 (``config/parallel.py:916-955``, by their CLI names)."""
 
 
+HASHED = tuple(name for name, o in vllm_cli.OPTIONS.items()
+               if o.get("group") == "ParallelConfig" and name not in HASH_IGNORED)
+"""The ``ParallelConfig`` options DP ranks compare, by CLI name."""
+
+
 def _hash_options(s: Serve) -> dict[str, Any]:
     out = {}
-    for name, o in vllm_cli.OPTIONS.items():
-        if o.get("group") == "ParallelConfig" and name not in HASH_IGNORED:
-            v = s.opts.get(name)
-            if v is not None:
-                out[name] = v
+    for name in HASHED:
+        v = s.opts.get(name)
+        if v is not None:
+            out[name] = v
     for name in ("tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size",
                  "decode-context-parallel-size", "prefill-context-parallel-size"):
         out.setdefault(name, "1")
@@ -1355,7 +1359,8 @@ def _field(obj, name: str, default=None):
 
 
 def check_commands(commands: Sequence[Any], facts: ModelFacts | Mapping[str, ModelFacts] | None = None,
-                   targets: Target | Mapping[Optional[str], Target] | None = None) -> tuple[Violation, ...]:
+                   targets: Target | Mapping[Optional[str], Target] | None = None,
+                   plan_rules: bool = True) -> tuple[Violation, ...]:
     """Every rule the commands of one plan break: the command rules on each
     ``vllm serve`` command (``commands[i]``: a mapping with ``argv``, ``env``,
     and optionally ``role``, ``pool``, ``node_rank``, as a plan's
@@ -1393,7 +1398,8 @@ def check_commands(commands: Sequence[Any], facts: ModelFacts | Mapping[str, Mod
         for check in COMMAND_CHECKS:
             for v in check(c.serve, f, t):
                 out.append(Violation(v.rule, v.level, v.message, v.fix, c.index, v.assumed))
-    out.extend(_check_groups(cmds, facts_of))
+    if plan_rules:  # False: the command rules only
+        out.extend(_check_groups(cmds, facts_of))
     return tuple(out)
 
 
@@ -1437,7 +1443,7 @@ def check_plan(ctx: Any, plan: Any) -> tuple[Violation, ...]:
 
 
 def check_selection(ctx: Any, sel: Mapping[str, Any], commands: Sequence[Any],
-                    capacity: Sequence[Any] = ()) -> tuple[Violation, ...]:
+                    capacity: Sequence[Any] = (), plan_rules: bool = True) -> tuple[Violation, ...]:
     """Every rule the ``commands`` composed for selection ``sel``
     (``Selection.to_dict()``) break, with the selected variant's model facts
     and ``selection_targets(ctx, sel, capacity)``: what ``composer.plan``
@@ -1445,4 +1451,4 @@ def check_selection(ctx: Any, sel: Mapping[str, Any], commands: Sequence[Any],
     from composer.model_facts import model_facts
 
     facts = model_facts(ctx, sel.get("variant"))
-    return check_commands(commands, facts, selection_targets(ctx, sel, capacity))
+    return check_commands(commands, facts, selection_targets(ctx, sel, capacity), plan_rules)

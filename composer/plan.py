@@ -187,7 +187,11 @@ def _scheduler_notices(entries: list[Entry], label: str, notices: Notices) -> No
                         subject="--compilation-config", old=cap, new=seqs * (1 + k))
 
 
-def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, extra_env: dict | None = None) -> Command:
+def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, extra_env: dict | None = None,
+             lite: bool = False) -> Command:
+    """One command of ``sel``: the layers composed for ``spec``, with its
+    notices, provenance and shell text. ``lite``: argv and env only (no
+    provenance, no text), for ``plan_error``'s checks."""
     argv_b, env_b, removed = compose_layers(ctx, sel, spec, lay)
     if extra_env:
         env_b.add(extra_env, Source("strategy", "composer: per-node placement"))
@@ -200,12 +204,16 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
         notices.add("info", "feature-owned-flag",
                     f"{feature_label(ctx, fid)} is off, so {entry.unit.display()} from {source_label(ctx, entry.source)} was removed.")
     entries = argv_b.entries()
-    _replacement_notices(ctx, entries, notices, f" on the {spec.pool} pool" if spec.pool else "")
-    _vllm_notices(entries, env_b.values(), notices)
-    _scheduler_notices(entries, f"The {spec.pool} pool" if spec.pool else "The deployment", notices)
+    if not lite:
+        _replacement_notices(ctx, entries, notices, f" on the {spec.pool} pool" if spec.pool else "")
+        _vllm_notices(entries, env_b.values(), notices)
+        _scheduler_notices(entries, f"The {spec.pool} pool" if spec.pool else "The deployment", notices)
     model = ctx.model_id(sel.variant, sel.task)
     argv = ["vllm", "serve", model] + argv_b.tokens()
     env = env_b.values()
+    if lite:
+        return Command(role=spec.role, node_rank=spec.rank, pool=spec.pool, label=label, argv=tuple(argv), env=env,
+                       command="", env_text="", text="")
     flags, envs = _provenance(entries, env_b)
     units = [e.unit.tokens() for e in entries]
     cmd = command_text(argv, units)
@@ -277,12 +285,15 @@ def _tp_utilization_notice(ctx, sel, lay, util: float, notices: Notices) -> None
                     old=at_default, new=lay.tp)
 
 
-def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[Command], list[CapacityCheck]]:
-    """All commands of ``sel`` (one per node and role) and capacity records."""
+def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
+                   lite: bool = False) -> tuple[list[Command], list[CapacityCheck]]:
+    """All commands of ``sel`` (one per node and role) and capacity records
+    (``lite``: argv and env only, ``_command``, of the head and the first
+    follower of each group: the others differ only in their rank)."""
     deploy = ctx.strategy(sel.strategy).deploy_type
     hwname = ctx.hw(sel.hardware).display_name
     if deploy == "pd_cluster":
-        return _pd_commands(ctx, sel, notices)
+        return _pd_commands(ctx, sel, notices, lite)
     lay = layout_for(ctx, sel, sel.nodes)
     util = util_in_force(ctx, sel)
     _tp_utilization_notice(ctx, sel, lay, util, notices)
@@ -290,13 +301,13 @@ def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tupl
     many = sel.instances > 1
     for inst in range(1, sel.instances + 1):
         head = f"$INSTANCE_{inst}_HEAD_IP" if many else "$HEAD_IP"
-        for rank in range(sel.nodes):
+        for rank in range(min(sel.nodes, 2) if lite else sel.nodes):
             role = "serve" if deploy == "single_node" else ("head" if rank == 0 else "worker")
             label = "Node" if role == "serve" else ("Head (node 0)" if rank == 0 else f"Node {rank}")
             if many:
                 label = f"Instance {inst} · {label}"
             spec = CommandSpec(role, rank, tuple(node_units(lay, rank, deploy, head=head)))
-            cmd = _command(ctx, sel, spec, lay, notices, label)
+            cmd = _command(ctx, sel, spec, lay, notices, label, lite=lite)
             cmds.append(cmd)
             if many and serves_api(lay, rank):
                 host = f"$INSTANCE_{inst}_IP" if deploy == "single_node" else head if rank == 0 else f"$INSTANCE_{inst}_NODE_{rank}_IP"
@@ -321,7 +332,8 @@ def _store_router(ctx: RecipeContext, sel: Selection, endpoints: list[str]) -> C
                    env_text="", text=text, install=recipe_command(install), pip_text=text)
 
 
-def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[Command], list[CapacityCheck]]:
+def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
+                 lite: bool = False) -> tuple[list[Command], list[CapacityCheck]]:
     cmds, caps = [], []
     endpoints: dict[str, list[str]] = {}
     hwname = ctx.hw(sel.hardware).display_name
@@ -334,14 +346,14 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[
         upper = name.upper()
         endpoints[name] = []
         first = None
-        for rank in range(pool.nodes):
+        for rank in range(min(pool.nodes, 2) if lite else pool.nodes):
             head = f"${upper}_NODE_1"
             spec = CommandSpec(name, rank, tuple(node_units(lay, rank, "pd_cluster", head=head, pd_pool=True)), name)
             extra = {"VLLM_NIXL_SIDE_CHANNEL_HOST": f"${upper}_NODE_{rank + 1}"}
             if pool.nodes > 1:
                 extra.update({"GLOO_SOCKET_IFNAME": "$IFACE_NAME", "NCCL_SOCKET_IFNAME": "$IFACE_NAME"})
             label = f"{name.capitalize()} node {rank + 1}/{pool.nodes}"
-            cmd = _command(ctx, sel, spec, lay, notices, label, extra)
+            cmd = _command(ctx, sel, spec, lay, notices, label, extra, lite)
             first = first or cmd
             cmds.append(cmd)
             if serves_api(lay, rank):
@@ -464,7 +476,7 @@ so one fault is said once."""
 
 
 def launch_notices(ctx: RecipeContext, sel: Selection, commands: list[Command], caps: list[CapacityCheck],
-                   notices: Notices) -> None:
+                   notices: Notices, plan_rules: bool = True) -> None:
     """vLLM 0.33.0's start-up checks (``composer.launch.check_selection``) on
     every command of the plan: each rule an error breaks (vLLM refuses to
     start) becomes an error notice ``launch-<rule>`` — the plan's status is
@@ -474,7 +486,7 @@ def launch_notices(ctx: RecipeContext, sel: Selection, commands: list[Command], 
     flags and env vars the command sets), ``subject`` and ``key`` (the first
     of them and the recipe key path that set it, ``composer.layers``), ``fix``
     and ``source`` (vLLM file:lines)."""
-    found = launch.check_selection(ctx, sel.to_dict(), commands, caps)
+    found = launch.check_selection(ctx, sel.to_dict(), commands, caps, plan_rules)
     groups: dict[tuple[str, str, str], list[launch.Violation]] = {}
     for v in found:
         if v.rule not in LAUNCH_ELSEWHERE:
@@ -521,29 +533,41 @@ def _deciding(rule: launch.Rule, cmd: Command | None) -> tuple[tuple[tuple[str, 
 
 
 def plan_error(ctx: RecipeContext, values: dict[str, str]) -> str | None:
-    """The first error notice of the plan ``values`` (query parameters)
-    compose to, or None: the resolver's errors, then the commands' capacity and
-    launch errors (``launch_notices``). Cached per recipe context (region
-    ``plan-error``): the page's controls ask it for every option."""
+    """The message of ``plan_error_notice(ctx, values)``, or None."""
+    found = plan_error_notice(ctx, values)
+    return found[1] if found else None
+
+
+def plan_error_notice(ctx: RecipeContext, values: dict[str, str]) -> tuple[str, str] | None:
+    """``(code, message)`` of the first error notice of the plan ``values``
+    (query parameters) compose to, or None: the resolver's errors, then the
+    commands' capacity and launch errors (``launch_notices``). Cached per
+    recipe context and resolved selection (region ``plan-error``): the page's
+    controls ask it for every option. For speed it composes the head and first
+    follower of each group (``build_commands(lite=True)``) and checks the
+    command rules only: the plan rules (a DP group's ranks) are the composer's
+    own topology, which tests/test_launch_property.py checks on every composed
+    plan."""
     from composer.canonical import resolved_with_notices
 
-    def make() -> str | None:
-        sel, items = resolved_with_notices(ctx, values)
-        err = next((n.message for n in items if n.level == "error"), None)
-        if err is not None:
-            return err
+    sel, items = resolved_with_notices(ctx, values)
+    err = next(((n.code, n.message) for n in items if n.level == "error"), None)
+    if err is not None:
+        return err
+
+    def make() -> tuple[str, str] | None:
         notices = Notices()
         try:
-            commands, caps = build_commands(ctx, sel, notices)
+            commands, caps = build_commands(ctx, sel, notices, lite=True)
         except ArgvError as e:
-            return str(e)
+            return ("argv", str(e))
         for cap in caps:
             if not cap.fits:
                 notices.add("error", "capacity", cap.message)
-        launch_notices(ctx, sel, commands, caps, notices)
-        return next((n.message for n in notices.items() if n.level == "error"), None)
+        launch_notices(ctx, sel, commands, caps, notices, plan_rules=False)
+        return next(((n.code, n.message) for n in notices.items() if n.level == "error"), None)
 
-    return ctx.cache("plan-error").get(tuple(sorted(values.items())), make)
+    return ctx.cache("plan-error").get(sel, make)  # many queries resolve to one selection
 
 
 def build_plan(ctx: RecipeContext, query, every_form: bool = True) -> dict:

@@ -212,3 +212,43 @@ def test_recipe_args_that_break_a_rule_are_lint_errors(tmp_path):
     _, clean = check_recipe(ROOT / "recipes", "moonshotai/Kimi-K3", ROOT / "recipes" / "models" / "moonshotai" / "Kimi-K3.yaml",
                             load_catalog(ROOT / "recipes"), strict=True)
     assert not [p for p in clean if "refuses to start" in p.message]
+
+
+@corpus
+@pytest.mark.parametrize("rid, query", [
+    ("moonshotai/Kimi-K2-Instruct", "hardware=gb200&strategy=multi_node_tp_pp&nodes=4"),
+    ("moonshotai/Kimi-K3", "hardware=b200&strategy=pd_cluster&prefill_mode=dep&decode_mode=dep"),
+    ("moonshotai/Kimi-K3", "hardware=mi355x&strategy=pd_cluster&features=tool_calling,reasoning,spec_decoding"),
+])
+def test_node_count_options_disabled_exactly_when_their_plan_is_an_error(rid, query):
+    # plan_error composes only the head and first follower of each group (lite) and
+    # the command rules: its verdict on a node count must be the full plan's status.
+    c = ctx(CORPUS, rid)
+    page = compose_page(c, query)
+    here = {n["code"] for n in compose(c, query, every_form=False)["notices"] if n["level"] == "error"}
+    checked = 0
+    for control in ("nodes", "prefill_nodes", "decode_nodes"):
+        for o in page["options"].get(control, []):
+            plan = compose(c, o["query"], every_form=False)
+            new = {n["code"] for n in plan["notices"] if n["level"] == "error"} - here
+            status = plan["status"] if new or plan["status"] != "error" else "the current error"
+            if o["disabled"]:
+                # a node count the resolver would raise is disabled although its (raised) plan may be ok
+                kept = not o["reason"].startswith("Becomes ") and "cannot run this deployment" not in o["reason"]
+                assert status == "error" or not kept, (control, o["id"], o["reason"])
+            else:
+                assert status != "error", (control, o["id"], o["query"])  # or only the error the page has
+            checked += 1
+    assert checked
+
+
+@corpus
+def test_a_recipe_forced_error_does_not_disable_every_option():
+    # Corpus gemma-4's base args carry --chat-template examples/…: with pip (the default install) every
+    # plan is that error; the options keep it (they do not lead there), so they stay enabled.
+    c = ctx(CORPUS, "Google/gemma-4-26B-A4B-it")
+    assert "launch-chat-template-exists" in {n["code"] for n in compose(c, "", every_form=False)["notices"]}
+    page = compose_page(c, "")
+    for control in ("hardware", "strategy"):
+        enabled = [o["id"] for o in page["options"][control] if not o["disabled"]]
+        assert len(enabled) > 1, control
