@@ -6,9 +6,11 @@ Draws a seeded random sample of the selection space — per sample a recipe
 random control and one of its enabled options — composes each plan with
 today's composer, and runs the launch validator (``composer.launch.check_plan``)
 on every plan whose status is ok. Prints the share that breaks an error rule
-(vLLM refuses to start: the target after integration is 0), the share with any
-violation, and the rules by how many plans they hit. ``bench.py`` prints the
-first line too.
+(vLLM refuses to start: the target is 0; rules another step of the plan
+reports, ``composer.plan.LAUNCH_ELSEWHERE``, are counted and marked), the
+share with any violation, how many sampled plans are errors (and how many of
+those for a launch rule), and the rules by how many plans they hit.
+``bench.py`` prints the first line too.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from composer.api import compose, compose_page, make_context
 from composer.launch import check_plan
+from composer.plan import LAUNCH_ELSEWHERE
 from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 
 ROOT = Path(__file__).resolve().parent
@@ -30,6 +33,8 @@ SOURCES = {"corpus": ROOT.parent / "shared" / "upstream-recipes", "ours": ROOT /
 @dataclass
 class Baseline:
     plans: int = 0
+    errors: int = 0
+    launch_errors: int = 0
     ok: int = 0
     ok_with_error: int = 0
     ok_with_any: int = 0
@@ -41,9 +46,11 @@ class Baseline:
             return (100.0 * n / self.ok if self.ok else 0.0)
         out = [f"launch rules (vLLM start-up checks) over {self.plans} sampled plans, {self.ok} with status ok: "
                f"{self.ok_with_error} ({pct(self.ok_with_error):.1f} %) break an error rule (vLLM refuses to start; "
-               f"target 0), {self.ok_with_any} ({pct(self.ok_with_any):.1f} %) break any rule"]
+               f"target 0), {self.ok_with_any} ({pct(self.ok_with_any):.1f} %) break any rule; "
+               f"{self.errors} error plans, {self.launch_errors} of them with a launch-<rule> error notice"]
         for rule, n in self.by_rule.most_common():
-            out.append(f"  {rule}: {n} plans ({pct(n):.1f} %), e.g. {self.examples[rule]}")
+            owner = f" [reported by {LAUNCH_ELSEWHERE[rule]}]" if rule in LAUNCH_ELSEWHERE else ""
+            out.append(f"  {rule}: {n} plans ({pct(n):.1f} %){owner}, e.g. {self.examples[rule]}")
         return out
 
 
@@ -78,6 +85,8 @@ def baseline(n: int = 300, seed: int = 18, source: str = "corpus", recipe: str |
         plan = compose(ctx, query, every_form=False)
         out.plans += 1
         if plan["status"] != "ok":
+            out.errors += 1
+            out.launch_errors += any(n["code"].startswith("launch-") and n["level"] == "error" for n in plan["notices"])
             continue
         out.ok += 1
         found = check_plan(ctx, plan)

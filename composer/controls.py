@@ -12,6 +12,7 @@ from composer.dimensions import DIMENSIONS, EFFECT_DIMS, POOLS, Selection
 from composer.modes import default_mode, format_fmode, mode_block_reason, mode_label, moded_features, parse_fmode
 from composer.outputs import Option
 from composer.parallel import KINDS
+from composer.plan import plan_error_notice
 from composer.query import SCHEMA_VERSION, Request, parse_query
 from composer.resolve import feature_label, pd_modes, recommend
 
@@ -31,6 +32,7 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request, notices=()
     opts: dict[str, list[dict]] = {}
     for _, builder in BUILDERS:
         opts.update(builder(ctx, sel, base))
+    _disable_errors(ctx, sel, base, opts)
     for items in opts.values():
         for item in items:
             item.setdefault("description", "")
@@ -115,7 +117,7 @@ def _hardware(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, li
             reason = None
             query = query.with_values(variant=None if other == "default" else other, strategy=None, **PD_KEYS)
         if reason is None and h != sel.hardware:
-            query, reason = _working(query, ctx, dict(strategy=None, nodes=None, **PD_KEYS))
+            query, reason = _working(query, ctx, dict(strategy=None, nodes=None, **PD_KEYS), base)
         items.append({
             "id": h, "label": p.display_name, "group": p.brand, "gpus": p.gpu_count,
             "gb_per_node": p.vram_gb, "gb_per_gpu": round(p.gb_per_gpu), "verified": ctx.is_verified(h),
@@ -134,7 +136,7 @@ def _variant(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, lis
                                  hardware=None if ctx.hardware_block_reason(sel.hardware, v) else sel.hardware)
         reason = None
         if v != sel.variant:
-            query, reason = _working(query, ctx, dict(hardware=None))
+            query, reason = _working(query, ctx, dict(hardware=None), base)
         items.append({
             "id": v, "label": ctx.variant_label(v), "description": ctx.variant(v).description,
             "weights_gb": ctx.weights_gb(v), "selected": v == sel.variant, "disabled": reason is not None,
@@ -145,7 +147,9 @@ def _variant(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, lis
 
 def _nodes(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
     """Node counts 1–``MAX_NODES`` (none for P/D: its pools have their own),
-    each disabled with the reason when the composer would not keep it."""
+    each disabled with the reason when the composer would not keep it (the
+    resolver's raise) or when its plan is an error the current one does not
+    have (``_error``: the capacity and launch errors of the commands it composes)."""
     deploy = ctx.strategy(sel.strategy).deploy_type
     hwp = ctx.hw(sel.hardware)
     single_ok = any(ctx.strategy(s).deploy_type == "single_node" and ctx.strategy_block_reason(s, sel.hardware) is None
@@ -165,8 +169,8 @@ def _nodes(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[
             got, why = resolved_with_notices(ctx, dict(query.values))
             if got.nodes != k:
                 reason = raise_reason(why, k, got.nodes)
-            elif any(n.level == "error" for n in why):
-                reason = next(n.message for n in why if n.level == "error")
+            else:
+                reason = _error(ctx, query, base)
         items.append({
             "id": str(k), "label": str(k), "selected": k == sel.nodes,
             "disabled": reason is not None, "reason": reason, "query": query.query(),
@@ -195,8 +199,7 @@ def _strategy(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, li
         query = base.with_values(strategy=s, nodes=(None if not same_kind or st.deploy_type != "multi_node" else base.get("nodes")),
                                  **(PD_KEYS if st.kind != "pd" else {}))
         if reason is None:
-            _, why = resolved_with_notices(ctx, dict(query.values))
-            reason = next((n.message for n in why if n.level == "error"), None)
+            reason = _error(ctx, query, base)
         floor = ctx.floor_gpus(s, sel.hardware)
         desc = st.description + (f" Needs at least {floor} GPUs ({ctx.floor_nodes(s, sel.hardware)} × {hwp.display_name})." if floor else "")
         items.append({
@@ -212,7 +215,8 @@ def _strategy(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, li
 
 
 def _pools(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
-    """P/D only: each pool's mode and node count (``<pool>_mode``, ``<pool>_nodes``)."""
+    """P/D only: each pool's mode and node count (``<pool>_mode``, ``<pool>_nodes``);
+    a node count is disabled with the resolver's reason or its plan's error (as in ``_nodes``)."""
     if ctx.strategy(sel.strategy).deploy_type != "pd_cluster":
         return {}
     modes = pd_modes(ctx, sel.hardware)
@@ -230,8 +234,8 @@ def _pools(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[
             got, why = resolved_with_notices(ctx, dict(query.values))
             got_k = got.pool(name).nodes if got.pool(name) else k
             reason = raise_reason(why, k, got_k) if got_k != k else None
-            if reason is None and any(n.level == "error" for n in why):
-                reason = next(n.message for n in why if n.level == "error")
+            if reason is None:
+                reason = _error(ctx, query, base)
             out[f"{name}_nodes"].append({
                 "id": str(k), "label": str(k), "selected": k == pool.nodes, "disabled": reason is not None,
                 "reason": reason, "query": query.query(),
@@ -399,24 +403,59 @@ BUILDERS = (
 moded feature). A test checks the order against the table."""
 
 
-def _error(ctx: RecipeContext, query: Request) -> str | None:
-    """The first error the plan of ``query`` has, or None (cached resolution)."""
-    _, notices = resolved_with_notices(ctx, dict(query.values))
-    return next((n.message for n in notices if n.level == "error"), None)
+def _error(ctx: RecipeContext, query: Request, base: Request | None = None) -> str | None:
+    """The first error the plan of ``query`` has, or None: the resolver's, the
+    capacity's and vLLM's start-up checks on its commands
+    (``composer.plan.plan_error_notice``, cached). With ``base`` (the current
+    page's query), None too when the current plan already has an error of that
+    code (e.g. a recipe's ``--chat-template examples/…`` with pip): the click
+    does not lead there, and the user must be able to leave the page."""
+    found = plan_error_notice(ctx, dict(query.values))
+    if found is None:
+        return None
+    if base is not None:
+        now = plan_error_notice(ctx, dict(base.values))
+        if now is not None and now[0] == found[0]:
+            return None
+    return found[1]
 
 
-def _working(query: Request, ctx: RecipeContext, fallback: dict) -> tuple[Request, str | None]:
+CHECKED_AFTER = ("features", "advanced", "kv_offload", "instances", "install", "cuda", "task")
+"""Groups whose builders gate options by declarations only (a feature's
+strategies, a knob's condition): ``_disable_errors`` then disables each option
+whose plan would be an error the current plan does not have, with that error
+as the reason (feature modes ``fmode.*`` too)."""
+
+
+def _disable_errors(ctx: RecipeContext, sel: Selection, base: Request, opts: dict[str, list[dict]]) -> None:
+    """An option of ``CHECKED_AFTER`` that leads to an error plan (a launch
+    rule vLLM enforces, a capacity error) is disabled with that error as its
+    reason, unless the current plan has the same error (the click does not
+    make it worse, and the user must be able to leave it)."""
+    for dim, items in opts.items():
+        if dim not in CHECKED_AFTER and not dim.startswith("fmode."):
+            continue
+        for item in items:
+            if item["disabled"] or item["query"] == base.query():
+                continue
+            why = _error(ctx, parse_query(item["query"]), base)
+            if why is not None:
+                item["disabled"], item["reason"] = True, why
+
+
+def _working(query: Request, ctx: RecipeContext, fallback: dict, base: Request | None = None) -> tuple[Request, str | None]:
     """``(query, None)`` when ``query`` composes without an error; else the
     query with ``fallback`` applied (e.g. the recommended strategy instead of
-    the current one) when that does; else ``(query, the error)``: an option
-    never leads to an error page without saying so (fresh-user finding)."""
+    the current one) when that does; else ``(query, the error)`` (None when the
+    current page ``base`` has an error of that code): an option never leads to
+    an error page without saying so (fresh-user finding)."""
     why = _error(ctx, query)
     if why is None:
         return query, None
     other = query.with_values(**fallback)
     if other.values != query.values and _error(ctx, other) is None:
         return other, None
-    return query, why
+    return query, _error(ctx, query, base)
 
 
 def _with_strategy(ctx: RecipeContext, sel: Selection, base: Request, works, **values) -> Request | None:

@@ -28,34 +28,33 @@ citing the file and lines it mirrors. Argv is read with the project's own
 parser (``composer.argv.parse_tokens``) and vLLM's CLI table
 (``composer.vllm_cli``). Pure logic over frozen values; no I/O.
 
-Integration (not wired in yet):
+Where it runs (issue 18):
 
-* ``composer.plan.plan_and_selection``, once the ``Plan`` is built:
-  ``found = launch.check_plan(ctx, plan)`` (typed ``Plan`` or its JSON). Each
-  ``error`` becomes an error notice (code ``launch-<rule>``, subject = the
-  first of ``RULE[v.rule].flags`` that the command's provenance sets, with the
-  recipe key path of that ``FlagSource``) and the plan's status turns
-  ``error`` (commands → ``blocked_commands``); each ``warning`` becomes a
-  warning notice naming ``RULE[v.rule].cost``.
-* ``composer.resolve`` / ``composer.layout``, where the composer chooses a
-  value: ask ``model_facts(ctx, variant).num_attention_heads`` instead of
-  ``recipe.model.num_attention_heads`` in ``layout_problem`` (unknown → only
-  power-of-two TP), and run ``check_command`` on a candidate argv to pick the
-  first node count / pool layout without errors (e.g. the internal-LB form:
-  no ``--data-parallel-start-rank`` on the head of a one-rank-per-node pool).
-* ``composer.controls``: an option whose plan has error violations is
-  disabled with ``violations[0].message`` as its reason.
-* ``composer.buildtime.checks.check_references``: ``check_plan`` on the recipe's
-  default plans; errors as ``RecipeError(file, key path from provenance,
-  message)``.
+* ``composer.plan.launch_notices`` runs ``check_selection`` on every command
+  of every plan (CLI, build, JSON API, page): each ``error`` is an error
+  notice ``launch-<rule>`` (the plan's status is then ``error``), each
+  ``warning`` a warning notice naming ``RULE[v.rule].cost``; the notice
+  carries the rule, the deciding values, the recipe key path that set the
+  first of them (the command's provenance), the fix and ``source``.
+  ``composer.plan.LAUNCH_ELSEWHERE`` names the rules another step reports
+  (``kv-cache-holds-one-sequence``: the KV-capacity notice, issue 18 item 3).
+* ``composer.parallel.layout_problem`` asks the model facts for the head
+  count (unknown → only a power-of-two TP), so the node counts and pool
+  sizes the composer chooses pass ``tp-divides-heads``; ``_dep_flags`` uses
+  the internal-LB form for one DP rank per node (no start rank on the head).
+* ``composer.controls``: an option whose plan has an error is disabled with
+  that error as its reason (``composer.plan.plan_error``).
+* ``composer.buildtime.checks.launch_problems``: the lint of the default
+  plans of a recipe, by recipe key path.
 """
 
 from __future__ import annotations
 
+import builtins
 import json
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from composer import vllm_cli
 from composer.argv import ArgvError, parse_tokens
@@ -311,8 +310,8 @@ class Violation:
     command: Optional[int] = None
     assumed: str = ""
 
-    def to_dict(self) -> dict:
-        d = {"rule": self.rule, "level": self.level, "message": self.message, "fix": self.fix,
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"rule": self.rule, "level": self.level, "message": self.message, "fix": self.fix,
              "source": RULE[self.rule].source}
         if self.command is not None:
             d["command"] = self.command
@@ -361,7 +360,7 @@ class Target:
     kv_cache_gib: Optional[float] = None
 
 
-def target_for(hw_id: str, hw, install: str | None = None, kv_cache_gib: float | None = None) -> Target:
+def target_for(hw_id: str, hw: Any, install: str | None = None, kv_cache_gib: float | None = None) -> Target:
     """The ``Target`` of hardware profile ``hw`` (``composer.schema.HardwareProfile``)
     with id ``hw_id``; GPU memory is the vendor's decimal GB per GPU in GiB."""
     brand = (hw.brand or "").lower()
@@ -411,11 +410,11 @@ class Serve:
         v = self.opts.get(name)
         return v if isinstance(v, bool) else None
 
-    def str(self, name: str) -> Optional[str]:
+    def str(self, name: str) -> Optional[builtins.str]:
         v = self.opts.get(name)
-        return None if v is None or isinstance(v, bool) else str(v)
+        return None if v is None or isinstance(v, bool) else builtins.str(v)
 
-    def conf(self, name: str) -> Mapping[str, Any]:
+    def conf(self, name: builtins.str) -> Mapping[builtins.str, Any]:
         return self.configs.get(name, {})
 
 
@@ -790,7 +789,7 @@ def _check_scheduler(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:
                  f"max_num_batched_tokens ({b.tokens}) must be greater than or equal to max_num_seqs ({b.seqs}).",
                  f"raise --max-num-batched-tokens to at least {b.seqs} or lower --max-num-seqs to {b.tokens}")
     mml = b.max_model_len
-    if b.tokens_given and not b.chunked_prefill and mml and b.tokens < mml:
+    if b.tokens_given and b.tokens is not None and not b.chunked_prefill and mml and b.tokens < mml:
         yield _v("batched-tokens-ge-model-len",
                  f"max_num_batched_tokens ({b.tokens}) is smaller than max_model_len ({mml}). This effectively limits "
                  f"the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences.",
@@ -804,7 +803,7 @@ def _check_scheduler(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:
         yield _v("long-prefill-threshold-le-model-len",
                  f"long_prefill_token_threshold ({thr}) cannot be greater than the max_model_len ({mml}).",
                  f"use --long-prefill-token-threshold {mml} or less")
-    if b.tokens_given and b.seqs is not None and mml and b.tokens > b.seqs * mml:
+    if b.tokens_given and b.tokens is not None and b.seqs is not None and mml and b.tokens > b.seqs * mml:
         yield _v("batched-tokens-over-seqs-times-len",
                  f"max_num_batched_tokens ({b.tokens}) exceeds max_num_seqs * max_model_len ({b.seqs * mml}). "
                  f"This may lead to unexpected behavior.",
@@ -1184,13 +1183,17 @@ HASH_IGNORED = frozenset({
 (``config/parallel.py:916-955``, by their CLI names)."""
 
 
+HASHED = tuple(name for name, o in vllm_cli.OPTIONS.items()
+               if o.get("group") == "ParallelConfig" and name not in HASH_IGNORED)
+"""The ``ParallelConfig`` options DP ranks compare, by CLI name."""
+
+
 def _hash_options(s: Serve) -> dict[str, Any]:
     out = {}
-    for name, o in vllm_cli.OPTIONS.items():
-        if o.get("group") == "ParallelConfig" and name not in HASH_IGNORED:
-            v = s.opts.get(name)
-            if v is not None:
-                out[name] = v
+    for name in HASHED:
+        v = s.opts.get(name)
+        if v is not None:
+            out[name] = v
     for name in ("tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size",
                  "decode-context-parallel-size", "prefill-context-parallel-size"):
         out.setdefault(name, "1")
@@ -1200,12 +1203,21 @@ def _hash_options(s: Serve) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class _Cmd:
+    """One command of a plan as the plan rules read it (``serve`` None: not a
+    ``vllm serve`` command, e.g. the router)."""
+
     index: int
     role: str
     pool: Optional[str]
     node_rank: int
     serve: Optional[Serve]
-    argv: tuple
+    argv: tuple[str, ...]
+
+    @property
+    def s(self) -> Serve:
+        """The parsed ``vllm serve`` command (only called on those)."""
+        assert self.serve is not None
+        return self.serve
 
 
 def _group_key(c: _Cmd) -> tuple:
@@ -1213,7 +1225,7 @@ def _group_key(c: _Cmd) -> tuple:
     (and RPC port); without an address a command talks only to its own node
     (vLLM's default 127.0.0.1), so it is a group of its own (e.g. one of
     several independent instances behind a router)."""
-    s = c.serve
+    s = c.s
     address = s.str("data-parallel-address")
     if address is None:
         return ("solo", c.index)
@@ -1233,7 +1245,7 @@ def _router_endpoints(cmds: Sequence[_Cmd]) -> Optional[dict[str, int]]:
     return found
 
 
-def _check_groups(cmds: Sequence[_Cmd], facts_of) -> Iterable[Violation]:
+def _check_groups(cmds: Sequence[_Cmd], facts_of: Callable[[_Cmd], ModelFacts]) -> Iterable[Violation]:
     groups: dict[tuple, list[_Cmd]] = {}
     for c in cmds:
         if c.serve is None:
@@ -1245,14 +1257,14 @@ def _check_groups(cmds: Sequence[_Cmd], facts_of) -> Iterable[Violation]:
     router = _router_endpoints(cmds)
     for _key, members in groups.items():
         members = sorted(members, key=lambda c: c.node_rank)
-        dps = {c.index: data_parallel(c.serve) for c in members}
+        dps = {c.index: data_parallel(c.s) for c in members}
         size = next(iter(dps.values())).size
         moe = facts_of(members[0]).is_moe
         # Same collective-affecting configuration on every rank (MoE DP only: dense ranks run independently).
         if moe is not False:
-            ref = _hash_options(members[0].serve)
+            ref = _hash_options(members[0].s)
             for c in members[1:]:
-                other = _hash_options(c.serve)
+                other = _hash_options(c.s)
                 diff = sorted(k for k in set(ref) | set(other) if ref.get(k) != other.get(k))
                 if diff:
                     shown = ", ".join(f"--{k} {ref.get(k)!s} vs {other.get(k)!s}" for k in diff[:4])
@@ -1260,7 +1272,7 @@ def _check_groups(cmds: Sequence[_Cmd], facts_of) -> Iterable[Violation]:
                                     f"Configuration mismatch detected for engine {dps[c.index].rank}. All DP workers must "
                                     f"have identical configurations for parameters that affect collective communication "
                                     f"({shown}).", "give every node of the DP group the same parallel flags", c.index)
-        multinode = any((c.serve.int("nnodes") or 1) > 1 for c in members)
+        multinode = any((c.s.int("nnodes") or 1) > 1 for c in members)
         if not multinode:
             seen: dict[int, int] = {}
             for c in members:
@@ -1279,12 +1291,12 @@ def _check_groups(cmds: Sequence[_Cmd], facts_of) -> Iterable[Violation]:
                                 f"{_ranges(missing)} of {size} are started by no command, and rank 0 waits for every "
                                 f"DP engine.", "add the nodes that start the missing ranks, or lower --data-parallel-size",
                                 head.index)
-        head = next((c for c in members if dps[c.index].rank == 0 and not dps[c.index].headless), None)
-        if head is not None:
-            hd = dps[head.index]
+        api_head = next((c for c in members if dps[c.index].rank == 0 and not dps[c.index].headless), None)
+        if api_head is not None:
+            hd = dps[api_head.index]
             remote_headless = hd.mode == "internal"
             for c in members:
-                if c is head:
+                if c is api_head:
                     continue
                 d = dps[c.index]
                 if d.headless != remote_headless:
@@ -1319,7 +1331,7 @@ def _check_groups(cmds: Sequence[_Cmd], facts_of) -> Iterable[Violation]:
         else:
             reached = servers
             how = ""
-        ranks = set()
+        ranks: set[int] = set()
         for c in reached:
             ranks.update(dps[c.index].served_ranks())
         if len(ranks) < size:
@@ -1347,7 +1359,8 @@ def _field(obj, name: str, default=None):
 
 
 def check_commands(commands: Sequence[Any], facts: ModelFacts | Mapping[str, ModelFacts] | None = None,
-                   targets: Target | Mapping[Optional[str], Target] | None = None) -> tuple[Violation, ...]:
+                   targets: Target | Mapping[Optional[str], Target] | None = None,
+                   plan_rules: bool = True) -> tuple[Violation, ...]:
     """Every rule the commands of one plan break: the command rules on each
     ``vllm serve`` command (``commands[i]``: a mapping with ``argv``, ``env``,
     and optionally ``role``, ``pool``, ``node_rank``, as a plan's
@@ -1366,9 +1379,9 @@ def check_commands(commands: Sequence[Any], facts: ModelFacts | Mapping[str, Mod
     def facts_of(c: _Cmd) -> ModelFacts:
         if isinstance(facts, ModelFacts):
             return facts
-        if isinstance(facts, Mapping) and c.serve.model in facts:
-            return facts[c.serve.model]
-        return facts_for(c.serve.model)
+        if isinstance(facts, Mapping) and c.s.model in facts:
+            return facts[c.s.model]
+        return facts_for(c.s.model)
 
     def target_of(c: _Cmd) -> Target:
         if isinstance(targets, Target):
@@ -1385,22 +1398,30 @@ def check_commands(commands: Sequence[Any], facts: ModelFacts | Mapping[str, Mod
         for check in COMMAND_CHECKS:
             for v in check(c.serve, f, t):
                 out.append(Violation(v.rule, v.level, v.message, v.fix, c.index, v.assumed))
-    out.extend(_check_groups(cmds, facts_of))
+    if plan_rules:  # False: the command rules only
+        out.extend(_check_groups(cmds, facts_of))
     return tuple(out)
 
 
-def plan_targets(ctx, plan) -> dict[Optional[str], Target]:
+def plan_targets(ctx: Any, plan: Any) -> dict[Optional[str], Target]:
     """Targets of a composed plan (the dict of ``composer.api.compose`` or a
-    typed ``composer.outputs.Plan``): its hardware profile and install form,
-    and per capacity scope (deployment → None, prefill, decode) the memory
-    model's KV cache per GPU (``capacity[i].kv_gb`` over its ``gpus``)."""
-    sel = _field(plan, "selection") or {}
+    typed ``composer.outputs.Plan``): ``selection_targets`` of its selection
+    and capacity records."""
+    return selection_targets(ctx, _field(plan, "selection") or {}, _field(plan, "capacity") or ())
+
+
+def selection_targets(ctx: Any, sel: Mapping[str, Any], capacity: Sequence[Any] = ()) -> dict[Optional[str], Target]:
+    """Targets of a selection (``Selection.to_dict()``: its ``hardware`` and
+    ``install``) with its capacity records (``composer.outputs.CapacityCheck``
+    or their JSON): per capacity scope (deployment → None, prefill, decode)
+    the memory model's KV cache per GPU (``kv_gb`` over ``gpus``, GB → GiB).
+    An unknown hardware id gives a target with the install form only."""
     hw_id = sel.get("hardware")
     if not hw_id or hw_id not in ctx.catalog.taxonomy.hardware_profiles:
         return {None: Target(install=sel.get("install"))}
     hw = ctx.hw(hw_id)
     out: dict[Optional[str], Target] = {}
-    for cap in _field(plan, "capacity") or ():
+    for cap in capacity:
         kv = _field(cap, "kv_gb")
         gpus = _field(cap, "gpus") or 0
         kv_gib = kv * 1e9 / 2 ** 30 / gpus if kv is not None and gpus else None
@@ -1410,16 +1431,24 @@ def plan_targets(ctx, plan) -> dict[Optional[str], Target]:
     return out
 
 
-def check_plan(ctx, plan) -> tuple[Violation, ...]:
+def check_plan(ctx: Any, plan: Any) -> tuple[Violation, ...]:
     """Every rule a composed plan breaks (``plan``: the dict of
     ``composer.api.compose`` or a typed ``composer.outputs.Plan``; its
     ``commands``, else its ``blocked_commands``), with the recipe's model
     facts (``ctx``: the ``RecipeContext``; ``composer.model_facts.model_facts``
     for the selected variant) and the plan's targets (``plan_targets``).
     Never raises."""
+    commands = _field(plan, "commands") or _field(plan, "blocked_commands") or ()
+    return check_selection(ctx, _field(plan, "selection") or {}, commands, _field(plan, "capacity") or ())
+
+
+def check_selection(ctx: Any, sel: Mapping[str, Any], commands: Sequence[Any],
+                    capacity: Sequence[Any] = (), plan_rules: bool = True) -> tuple[Violation, ...]:
+    """Every rule the ``commands`` composed for selection ``sel``
+    (``Selection.to_dict()``) break, with the selected variant's model facts
+    and ``selection_targets(ctx, sel, capacity)``: what ``composer.plan``
+    runs before it decides a plan's status. Never raises."""
     from composer.model_facts import model_facts
 
-    variant = (_field(plan, "selection") or {}).get("variant")
-    facts = model_facts(ctx, variant)
-    commands = _field(plan, "commands") or _field(plan, "blocked_commands") or ()
-    return check_commands(commands, facts, plan_targets(ctx, plan))
+    facts = model_facts(ctx, sel.get("variant"))
+    return check_commands(commands, facts, selection_targets(ctx, sel, capacity), plan_rules)

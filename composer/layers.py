@@ -266,12 +266,19 @@ def _omni_every(r: Recipe, cat: Catalog | None) -> Found:
 
 # ----- hardware, then what is specific to the strategy and P/D role ---------
 
-def _recipe_hw(c: Pick) -> Found:
-    """The recipe's hardware blocks, least → most specific. A strategy-level
-    block that declares args for the same key replaces the recipe-level one for
-    this strategy (issue 10: written to drop a flag)."""
+def _replaced_keys(c: Pick) -> set[str]:
+    """Hardware keys whose strategy-level block (``strategy_overrides.<s>.
+    hardware_overrides.<key>``) declares args: for this strategy such a block
+    replaces the recipe-level and the variant-level block of the same key
+    (issue 10: written to drop a flag; semantics §3.2 step 5a)."""
     so = c.so
-    replaced = {k for k, b in (so.hardware_overrides.items() if so is not None else ()) if b.extra_args or b.args}
+    return {k for k, b in (so.hardware_overrides.items() if so is not None else ()) if b.extra_args or b.args}
+
+
+def _recipe_hw(c: Pick) -> Found:
+    """The recipe's hardware blocks, least → most specific, but those a
+    strategy-level block replaces (``_replaced_keys``)."""
+    replaced = _replaced_keys(c)
     for key, block in c.blocks(c.ctx.recipe.hardware_overrides):
         if key not in replaced:
             yield from _read(RECIPE_HW, block, hw=key)
@@ -283,8 +290,16 @@ def _recipe_hw_every(r: Recipe, cat: Catalog | None) -> Found:
 
 
 def _variant_hw(c: Pick) -> Found:
+    """The variant's hardware blocks, least → most specific, but a generation,
+    brand or ``default`` block a strategy-level block replaces
+    (``_replaced_keys``; issue 18: a variant's Blackwell MoE backend survived
+    the strategy's Blackwell block on GB10). A block for an exact hardware id
+    is never replaced: upstream applies it with the variant's args, before the
+    strategy (semantics §3.2 step 2)."""
+    replaced = _replaced_keys(c) - set(c.ctx.catalog.taxonomy.hardware_profiles)
     for key, block in c.blocks(c.ctx.variant(c.sel.variant).hardware_overrides):
-        yield from _read(VARIANT_HW, block, variant=c.sel.variant, hw=key)
+        if key not in replaced:
+            yield from _read(VARIANT_HW, block, variant=c.sel.variant, hw=key)
 
 
 def _variant_hw_every(r: Recipe, cat: Catalog | None) -> Found:
@@ -478,10 +493,10 @@ TABLE: tuple[Layer | Rule, ...] = (
     Layer("strategy template", "strategy", TEMPLATE, _template, _template_every),
     Layer("topology", "strategy", (TOPOLOGY,), _topology, _nothing),
     Layer("vLLM-Omni task", "strategy", OMNI_TASK + OMNI_TASK_HW + (OMNI_PORT,), _omni, _omni_every),
+    Layer("strategy override", "strategy", OVERRIDE, _override, _override_every),
     Layer("recipe hardware", "hardware", RECIPE_HW, _recipe_hw, _recipe_hw_every),
     Layer("variant hardware", "hardware", VARIANT_HW, _variant_hw, _variant_hw_every),
     Layer("P/D role template", "strategy", ROLE_TEMPLATE, _role_template, _role_template_every),
-    Layer("strategy override", "strategy", OVERRIDE, _override, _override_every),
     Layer("P/D role override", "strategy", ROLE_OVERRIDE, _role_override, _role_override_every),
     Layer("strategy hardware", "hardware", OVERRIDE_HW, _override_hw, _override_hw_every),
     Layer("P/D role hardware", "hardware", ROLE_OVERRIDE_HW, _role_override_hw, _role_override_hw_every),
@@ -493,12 +508,44 @@ TABLE: tuple[Layer | Rule, ...] = (
 )
 """The seed's layer order as data (seed, "Features and Advanced: The Override
 Order"; in the spirit of pydantic-settings' ordered sources): a later entry
-wins per flag identity / env name. Within the seed's strategy and hardware
-layers the order is finer: the strategy's template and the computed topology
-first, then the recipe-wide hardware blocks, then what is specific to this
-strategy and P/D role — its template, the recipe's overrides and their
-hardware blocks — so a decode pool's --no-enable-prefix-caching is not undone
-by the recipe's Blackwell block. The two rules edit what came before."""
+wins per flag identity / env name. The two rules edit what came before.
+
+Precedence, written once (the one place; README "Launch rules" points here).
+The seed's layers: base → variant → strategy → hardware → Advanced →
+Features → KV offload. Inside the strategy and hardware layers, from first
+(weakest) to last (strongest):
+
+1. the strategy's template args (``strategies/<s>.vllm_args``), the computed
+   topology, a vLLM-Omni task's args;
+2. the strategy override's plain args and env (``strategy_overrides.<s>.
+   extra_args`` / ``vllm_args`` / ``env`` / ``extra_env``): before every
+   hardware block, so a recipe's hardware tuning beats them — semantics §3.2
+   steps 4-5, and the corpus Kimi-K3 relies on it ("Hopper/AMD keep their own
+   memory-utilization and batched-token tuning by last-wins dedupe":
+   MI355X TP+PP keeps the AMD block's 0.95 / 4096 over the override's 0.90 /
+   8192; tests/test_precedence.py);
+3. the recipe's hardware blocks (``hardware_overrides.<key>``), then the
+   variant's (``variants.<v>.hardware_overrides.<key>``), each least → most
+   specific key (default → brand → generation → exact id; additive, W8/W9).
+   A strategy-level block of the same key that declares args REPLACES the
+   recipe's and the variant's block of that key (semantics §3.2 step 5a; the
+   corpus Kimi-K3 multi_node_tp_pp comment: "that keyspace REPLACES the
+   recipe Blackwell baseline"); a variant block for an exact hardware id is
+   never replaced (upstream applies it with the variant, step 2);
+4. what is specific to a P/D role: its template (``strategies/pd_cluster.
+   <role>``) and the recipe's role override (``strategy_overrides.pd_cluster.
+   <role>``). Deliberately after the recipe-wide hardware blocks (upstream
+   puts them before, step 3-4): a decode pool's ``--no-enable-prefix-caching``
+   is not undone by the recipe's Blackwell ``--enable-prefix-caching``;
+5. the strategy-level hardware blocks (``strategy_overrides.<s>.
+   hardware_overrides.<key>``), then the P/D role's
+   (``strategy_overrides.pd_cluster.<role>.hardware_overrides.<key>``),
+   least → most specific (step 5c, 5d).
+
+After them the user's layers (Advanced, Features, KV offload) win over every
+recipe layer, and the topology is put back last (``_reassert_topology``).
+Tests: tests/test_precedence.py, one per rule against the recipes that rely
+on it."""
 
 
 def compose_layers(ctx: RecipeContext, sel, spec: CommandSpec | None, lay: Layout | None = None):

@@ -4,7 +4,10 @@ Each notice has a level (``info``, ``warning``, ``error``), a stable ``code`` th
 tests and scripts can match on, and a message a person understands. Notices
 about an adjusted value also carry it as data: ``subject`` (the query parameter
 or flag), ``old`` and ``new`` values and the ``reason``, so nothing parses the
-prose back into data.
+prose back into data. A notice of vLLM's start-up checks (``launch-<rule>``,
+``composer.launch``) also carries the ``rule`` id, the ``values`` of the flags
+that decide it, the recipe ``key`` path that set the first of them, the
+``fix`` and the vLLM ``source`` lines.
 """
 
 from __future__ import annotations
@@ -28,14 +31,21 @@ class Notice:
     old: Optional[str] = None
     new: Optional[str] = None
     reason: Optional[str] = None
+    rule: Optional[str] = None
+    values: Optional[tuple[tuple[str, str], ...]] = None
+    """``(flag or env var, value)`` pairs in force, e.g. ``(("--tensor-parallel-size", "12"),)``."""
+    key: Optional[str] = None
+    fix: Optional[str] = None
+    source: Optional[str] = None
 
     def to_dict(self) -> dict:
-        """The JSON form: level, code, message, plus the data fields that are set."""
-        d = {"level": self.level, "code": self.code, "message": self.message}
-        for k in ("subject", "old", "new", "reason"):
+        """The JSON form: level, code, message, plus the data fields that are
+        set (``values`` as an object flag → value)."""
+        d: dict = {"level": self.level, "code": self.code, "message": self.message}
+        for k in ("subject", "old", "new", "reason", "rule", "values", "key", "fix", "source"):
             v = getattr(self, k)
             if v is not None:
-                d[k] = v
+                d[k] = dict(v) if k == "values" else v
         return d
 
 
@@ -46,14 +56,17 @@ class Notices:
         self._items: dict[tuple[str, str], Notice] = {}
 
     def add(self, level: str, code: str, message: str, *, subject: str | None = None,
-            old=None, new=None, reason: str | None = None) -> None:
+            old=None, new=None, reason: str | None = None, rule: str | None = None,
+            values: tuple[tuple[str, str], ...] | None = None, key: str | None = None,
+            fix: str | None = None, source: str | None = None) -> None:
         """Add a notice (a second one with the same code and message is dropped);
         ``old``/``new`` are stored as strings."""
         assert level in LEVELS, level
         if not message.startswith("vLLM"):  # a proper name keeps its case
             message = message[:1].upper() + message[1:]
         self._items.setdefault((code, message), Notice(
-            level, code, message, subject, None if old is None else str(old), None if new is None else str(new), reason))
+            level, code, message, subject, None if old is None else str(old), None if new is None else str(new), reason,
+            rule, values, key, fix, source))
 
     def items(self) -> list[Notice]:
         return list(self._items.values())

@@ -285,7 +285,10 @@ def _dep_flags(lay: Layout, node: Node) -> list[Unit]:
     """``--data-parallel-size`` (``-local``, ``-address``, ``-rpc-port``,
     ``-start-rank``) with TP inside a DP rank; in a P/D pool the pool turns on
     expert parallelism and, with several local ranks across nodes, hybrid load
-    balancing (vLLM docs, "Data Parallel Deployment")."""
+    balancing (vLLM docs, "Data Parallel Deployment"). With one DP rank per
+    node (in a P/D pool or not) the form is internal LB: the head without a
+    start rank, the followers ``--headless`` with theirs, so the head's API
+    server reaches every rank (the router lists the head only)."""
     if node.alone:
         return [_u("data-parallel-size", lay.gpus_per_node)]
     multi, rank = lay.nodes > 1, node.rank
@@ -296,7 +299,14 @@ def _dep_flags(lay: Layout, node: Node) -> list[Unit]:
     if multi or node.pd_pool:
         units.append(_u("data-parallel-address", node.head))
         units.append(_u("data-parallel-rpc-port", DP_RPC_PORT))
-    if rank > 0 or node.pd_pool:
+    if rank > 0 or (node.pd_pool and lay.dp_local > 1):
+        # One DP rank per node: the head states no start rank. vLLM infers
+        # hybrid LB from a start rank (entrypoints/cli/serve.py:88-94; engine/
+        # arg_utils.py:2489-2491) and switches a local size of 1 to external LB
+        # (arg_utils.py:2493-2501); the head would then serve only its own rank
+        # and refuse the --headless followers (v1/engine/utils.py:1419-1422,
+        # 1502-1515). Without it the head runs internal LB: its API servers
+        # (serve.py:113-126: one per DP rank) reach every rank.
         units.append(_u("data-parallel-start-rank", rank * lay.dp_local))
     if node.pd_pool:
         units.append(_u("enable-expert-parallel"))
@@ -427,12 +437,27 @@ def make_layout(ctx: RecipeContext, mode: str, hw_id: str, variant_id: str, node
     return build(LayoutInput(ctx, hw_id, variant_id, nodes, single_node, role_tp, sid, util, kv_dtype, max_model_len))
 
 
-def layout_problem(ctx: RecipeContext, lay: Layout) -> str | None:
-    """Why a layout is invalid for the model: TP must divide the attention heads
-    (``model.num_attention_heads``, when the recipe gives it)."""
-    heads = ctx.recipe.model.num_attention_heads
-    if heads and lay.tp > 1 and heads % lay.tp:
-        return f"TP {lay.tp} does not divide the model's {heads} attention heads."
+def layout_problem(ctx: RecipeContext, lay: Layout, variant_id: str | None = None) -> str | None:
+    """Why a layout is invalid for the model, or None: vLLM requires TP to
+    divide the attention heads ("Total number of attention heads ({heads})
+    must be divisible by tensor parallel size ({tp})", vllm/config/model.py:
+    1557-1564; rule ``tp-divides-heads`` of ``composer.launch``). The head
+    count is the model facts' ``num_attention_heads``
+    (``composer.model_facts.model_facts`` of ``variant_id``: the recipe's
+    ``model`` block, else our data); when it is unknown only a power-of-two
+    TP is assumed to divide it, and the reason says so."""
+    if lay.tp <= 1:
+        return None
+    from composer.model_facts import model_facts
+
+    heads = model_facts(ctx, variant_id).num_attention_heads
+    if heads:
+        if heads % lay.tp:
+            return f"TP {lay.tp} does not divide the model's {heads} attention heads (vLLM refuses it at start)."
+        return None
+    if lay.tp & (lay.tp - 1):
+        return (f"TP {lay.tp} is not a power of two, and the model's attention head count is unknown: only a "
+                f"power-of-two TP is assumed to divide it (vLLM refuses a TP that does not divide the heads).")
     return None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from composer import forms  # imported here, not lazily: the browser's memory snapshot holds only imported modules
+from composer import launch
 from composer import run_forms as run
 from composer import vllm_cli
 from composer.argv import ArgvError, Entry, Source, flag_value
@@ -17,7 +18,7 @@ from composer.canonical import canonical_request, pinned_request
 from composer.context import RecipeContext
 from composer.help import flag_help
 from composer.keypaths import KeyPath
-from composer.layers import CommandSpec, compose_layers
+from composer.layers import TOPOLOGY_SOURCE, CommandSpec, compose_layers
 from composer.memory import capacity
 from composer.notices import Notices
 from composer.placeholders import placeholders
@@ -152,12 +153,15 @@ def _vllm_notices(entries: list[Entry], env: dict[str, str], notices: Notices) -
 
 
 def _scheduler_notices(entries: list[Entry], label: str, notices: Notices) -> None:
-    """Scheduler settings that starve each other, with every value named:
+    """Scheduler settings that starve each other (vLLM starts, degraded), with
+    every value named:
 
     * each decode step of a sequence schedules 1 + k tokens with k speculative
       tokens (``--speculative-config`` ``num_speculative_tokens``), so
-      ``--max-num-batched-tokens`` below ``--max-num-seqs × (1 + k)`` caps the
-      batch below ``--max-num-seqs``;
+      ``--max-num-batched-tokens`` from ``--max-num-seqs`` up to below
+      ``--max-num-seqs × (1 + k)`` caps the batch below ``--max-num-seqs``
+      (below ``--max-num-seqs`` itself vLLM refuses to start: the launch rule
+      ``batched-tokens-ge-seqs``, ``composer.launch``, reports it as an error);
     * a CUDA-graph capture size (``--compilation-config``
       ``max_cudagraph_capture_size`` or the largest ``cudagraph_capture_sizes``)
       below the largest decode batch (``--max-num-seqs × (1 + k)`` tokens) runs
@@ -178,7 +182,7 @@ def _scheduler_notices(entries: list[Entry], label: str, notices: Notices) -> No
         k = int(spec.get("num_speculative_tokens") or 0) if isinstance(spec, dict) else 0
     except (ValueError, TypeError, OverflowError):  # Infinity, strings: the lint reports those
         k = 0
-    if seqs and batched is not None and batched < seqs * (1 + k):
+    if seqs and batched is not None and seqs <= batched < seqs * (1 + k):
         why = f" with {k} speculative tokens" if k else ""
         notices.add("warning", "scheduler-budget",
                     f"{label}: --max-num-batched-tokens {batched} is below --max-num-seqs {seqs} × (1 + {k}) = {seqs * (1 + k)}"
@@ -200,7 +204,11 @@ def _scheduler_notices(entries: list[Entry], label: str, notices: Notices) -> No
                         subject="--compilation-config", old=cap, new=seqs * (1 + k))
 
 
-def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, extra_env: dict | None = None) -> Command:
+def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, extra_env: dict | None = None,
+             lite: bool = False) -> Command:
+    """One command of ``sel``: the layers composed for ``spec``, with its
+    notices, provenance and shell text. ``lite``: argv and env only (no
+    provenance, no text), for ``plan_error``'s checks."""
     argv_b, env_b, removed = compose_layers(ctx, sel, spec, lay)
     if extra_env:
         env_b.add(extra_env, Source("strategy", "composer: per-node placement"))
@@ -213,12 +221,16 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
         notices.add("info", "feature-owned-flag",
                     f"{feature_label(ctx, fid)} is off, so {entry.unit.display()} from {source_label(ctx, entry.source)} was removed.")
     entries = argv_b.entries()
-    _replacement_notices(ctx, entries, notices, f" on the {spec.pool} pool" if spec.pool else "")
-    _vllm_notices(entries, env_b.values(), notices)
-    _scheduler_notices(entries, f"The {spec.pool} pool" if spec.pool else "The deployment", notices)
+    if not lite:
+        _replacement_notices(ctx, entries, notices, f" on the {spec.pool} pool" if spec.pool else "")
+        _vllm_notices(entries, env_b.values(), notices)
+        _scheduler_notices(entries, f"The {spec.pool} pool" if spec.pool else "The deployment", notices)
     model = ctx.model_id(sel.variant, sel.task)
     argv = ["vllm", "serve", model] + argv_b.tokens()
     env = env_b.values()
+    if lite:
+        return Command(role=spec.role, node_rank=spec.rank, pool=spec.pool, label=label, argv=tuple(argv), env=env,
+                       command="", env_text="", text="")
     flags, envs = _provenance(entries, env_b)
     units = [e.unit.tokens() for e in entries]
     cmd = command_text(argv, units)
@@ -290,12 +302,15 @@ def _tp_utilization_notice(ctx, sel, lay, util: float, notices: Notices) -> None
                     old=at_default, new=lay.tp)
 
 
-def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[Command], list[CapacityCheck]]:
-    """All commands of ``sel`` (one per node and role) and capacity records."""
+def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
+                   lite: bool = False) -> tuple[list[Command], list[CapacityCheck]]:
+    """All commands of ``sel`` (one per node and role) and capacity records
+    (``lite``: argv and env only, ``_command``, of the head and the first
+    follower of each group: the others differ only in their rank)."""
     deploy = ctx.strategy(sel.strategy).deploy_type
     hwname = ctx.hw(sel.hardware).display_name
     if deploy == "pd_cluster":
-        return _pd_commands(ctx, sel, notices)
+        return _pd_commands(ctx, sel, notices, lite)
     lay = layout_for(ctx, sel, sel.nodes)
     util = util_in_force(ctx, sel)
     _tp_utilization_notice(ctx, sel, lay, util, notices)
@@ -303,13 +318,13 @@ def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tupl
     many = sel.instances > 1
     for inst in range(1, sel.instances + 1):
         head = f"$INSTANCE_{inst}_HEAD_IP" if many else "$HEAD_IP"
-        for rank in range(sel.nodes):
+        for rank in range(min(sel.nodes, 2) if lite else sel.nodes):
             role = "serve" if deploy == "single_node" else ("head" if rank == 0 else "worker")
             label = "Node" if role == "serve" else ("Head (node 0)" if rank == 0 else f"Node {rank}")
             if many:
                 label = f"Instance {inst} · {label}"
             spec = CommandSpec(role, rank, tuple(node_units(lay, rank, deploy, head=head)))
-            cmd = _command(ctx, sel, spec, lay, notices, label)
+            cmd = _command(ctx, sel, spec, lay, notices, label, lite=lite)
             cmds.append(cmd)
             if many and serves_api(lay, rank):
                 host = f"$INSTANCE_{inst}_IP" if deploy == "single_node" else head if rank == 0 else f"$INSTANCE_{inst}_NODE_{rank}_IP"
@@ -335,7 +350,8 @@ def _store_router(ctx: RecipeContext, sel: Selection, endpoints: list[str]) -> C
                    env_text="", text=text, install=install, pip_text=text)
 
 
-def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[list[Command], list[CapacityCheck]]:
+def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
+                 lite: bool = False) -> tuple[list[Command], list[CapacityCheck]]:
     cmds, caps = [], []
     endpoints: dict[str, list[str]] = {}
     hwname = ctx.hw(sel.hardware).display_name
@@ -348,14 +364,14 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices) -> tuple[
         upper = name.upper()
         endpoints[name] = []
         first = None
-        for rank in range(pool.nodes):
+        for rank in range(min(pool.nodes, 2) if lite else pool.nodes):
             head = f"${upper}_NODE_1"
             spec = CommandSpec(name, rank, tuple(node_units(lay, rank, "pd_cluster", head=head, pd_pool=True)), name)
             extra = {"VLLM_NIXL_SIDE_CHANNEL_HOST": f"${upper}_NODE_{rank + 1}"}
             if pool.nodes > 1:
                 extra.update({"GLOO_SOCKET_IFNAME": "$IFACE_NAME", "NCCL_SOCKET_IFNAME": "$IFACE_NAME"})
             label = f"{name.capitalize()} node {rank + 1}/{pool.nodes}"
-            cmd = _command(ctx, sel, spec, lay, notices, label, extra)
+            cmd = _command(ctx, sel, spec, lay, notices, label, extra, lite)
             first = first or cmd
             cmds.append(cmd)
             if serves_api(lay, rank):
@@ -472,6 +488,108 @@ def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[Command]
                     f"{label} KV offload uses {total:g} GiB of host memory in total across workers. It moves KV cache, never weights.")
 
 
+LAUNCH_ELSEWHERE: dict[str, str] = {
+    "kv-cache-holds-one-sequence": "the KV-capacity notice of _capacity_of (composer.memory's estimate; issue 18 item 3)",
+}
+"""Launch rules whose notice another step of the plan owns (rule id → where),
+so one fault is said once."""
+
+
+def launch_notices(ctx: RecipeContext, sel: Selection, commands: list[Command], caps: list[CapacityCheck],
+                   notices: Notices, plan_rules: bool = True) -> None:
+    """vLLM 0.33.0's start-up checks (``composer.launch.check_selection``) on
+    every command of the plan: each rule an error breaks (vLLM refuses to
+    start) becomes an error notice ``launch-<rule>`` — the plan's status is
+    then ``error`` — and each degraded start a warning that names its cost.
+    Commands breaking the same rule with the same message share one notice
+    that names them all. Data fields: ``rule``, ``values`` (the deciding
+    flags and env vars the command sets), ``subject`` and ``key`` (the first
+    of them and the recipe key path that set it, ``composer.layers``), ``fix``
+    and ``source`` (vLLM file:lines)."""
+    found = launch.check_selection(ctx, sel.to_dict(), commands, caps, plan_rules)
+    groups: dict[tuple[str, str, str], list[launch.Violation]] = {}
+    for v in found:
+        if v.rule not in LAUNCH_ELSEWHERE:
+            groups.setdefault((v.rule, v.message, v.fix), []).append(v)
+    for (rule_id, message, fix), vs in groups.items():
+        rule = launch.RULE[rule_id]
+        cmds = [commands[v.command] for v in vs if v.command is not None and v.command < len(commands)]
+        labels = list(dict.fromkeys(c.label for c in cmds))
+        first = cmds[0] if cmds else None
+        values, subject, key = _deciding(rule, first)
+        where = (", ".join(labels) + ": ") if len(commands) > 1 and labels else ""
+        assumed = f" (Assumed: {vs[0].assumed}.)" if vs[0].assumed else ""
+        if rule.level == "error":
+            text = f"{where}vLLM {launch.VERSION} refuses to start: {message}{assumed} Fix: {fix}."
+        else:
+            text = f"{where}vLLM {launch.VERSION} starts, degraded: {message}{assumed} Cost: {rule.cost}. Fix: {fix}."
+        notices.add(rule.level, f"launch-{rule_id}", text, subject=subject, rule=rule_id, values=values or None,
+                    key=key, fix=fix, source=rule.source)
+
+
+def _deciding(rule: launch.Rule, cmd: Command | None) -> tuple[tuple[tuple[str, str], ...], str | None, str | None]:
+    """``(values, subject, key)`` of a rule on one command: each flag and env
+    var of ``rule.flags`` the command sets with its value, the first of them
+    a recipe layer set (else the first: the computed topology), and the key
+    path (``FlagSource.key``) that set it."""
+    if cmd is None:
+        return (), None, None
+    flags = {f.name: f for f in cmd.provenance}
+    envs = {e.name: e for e in cmd.env_provenance}
+    values: list[tuple[str, str]] = []
+    keys: list[str] = []
+    for name in rule.flags:
+        if name in flags:
+            f = flags[name]
+            values.append((f.flag, f.value if f.value is not None else "on"))
+            keys.append(f.key)
+        elif name in envs:
+            values.append((name, envs[name].value))
+            keys.append(envs[name].key)
+    if not values:
+        return (), None, None
+    i = next((i for i, k in enumerate(keys) if not k.startswith(TOPOLOGY_SOURCE)), 0)
+    return tuple(values), values[i][0], keys[i]
+
+
+def plan_error(ctx: RecipeContext, values: dict[str, str]) -> str | None:
+    """The message of ``plan_error_notice(ctx, values)``, or None."""
+    found = plan_error_notice(ctx, values)
+    return found[1] if found else None
+
+
+def plan_error_notice(ctx: RecipeContext, values: dict[str, str]) -> tuple[str, str] | None:
+    """``(code, message)`` of the first error notice of the plan ``values``
+    (query parameters) compose to, or None: the resolver's errors, then the
+    commands' capacity and launch errors (``launch_notices``). Cached per
+    recipe context and resolved selection (region ``plan-error``): the page's
+    controls ask it for every option. For speed it composes the head and first
+    follower of each group (``build_commands(lite=True)``) and checks the
+    command rules only: the plan rules (a DP group's ranks) are the composer's
+    own topology, which tests/test_launch_property.py checks on every composed
+    plan."""
+    from composer.canonical import resolved_with_notices
+
+    sel, items = resolved_with_notices(ctx, values)
+    err = next(((n.code, n.message) for n in items if n.level == "error"), None)
+    if err is not None:
+        return err
+
+    def make() -> tuple[str, str] | None:
+        notices = Notices()
+        try:
+            commands, caps = build_commands(ctx, sel, notices, lite=True)
+        except ArgvError as e:
+            return ("argv", str(e))
+        for cap in caps:
+            if not cap.fits:
+                notices.add("error", "capacity", cap.message)
+        launch_notices(ctx, sel, commands, caps, notices, plan_rules=False)
+        return next(((n.code, n.message) for n in notices.items() if n.level == "error"), None)
+
+    return ctx.cache("plan-error").get(sel, make)  # many queries resolve to one selection
+
+
 def build_plan(ctx: RecipeContext, query, every_form: bool = True) -> dict:
     """The plan for ``query`` (string, mapping or None) as JSON data: the
     ``composer.outputs.Plan`` contract (``to_json``).
@@ -500,6 +618,7 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
     for cap in caps:
         if not cap.fits and not has_cap_error:
             notices.add("error", "capacity", cap.message)
+    launch_notices(ctx, sel, commands, caps, notices)
     kv_memory_notice(ctx, sel, commands, notices)
     summary_text = summary(ctx, sel, commands)
     comps = run.companions(ctx, sel)

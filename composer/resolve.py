@@ -79,12 +79,14 @@ def pool_layout(ctx: RecipeContext, sel: Selection, name: str, mode: str, nodes:
     return make_layout(ctx, mode, sel.hardware, sel.variant, nodes, role_tp=role_tp)
 
 
-def layout_ok(ctx: RecipeContext, sel: Selection, lay: Layout, pool: str | None = None) -> str | None:
+def layout_ok(ctx: RecipeContext, sel: Selection, lay: Layout, pool: str | None = None,
+              valid_only: bool = True) -> str | None:
     """None if ``lay`` holds the weights, leaves KV room (one sequence of an
     explicit ``--max-model-len``) and is valid for the model, else why not.
     The utilization, KV dtype and max-model-len are those of ``sel``'s
-    composed command (of ``pool`` for P/D)."""
-    problem = layout_problem(ctx, lay)
+    composed command (of ``pool`` for P/D). ``valid_only=False`` checks the
+    capacity only (not ``layout_problem``)."""
+    problem = layout_problem(ctx, lay, sel.variant) if valid_only else None
     if problem:
         return problem
     util, kv_dtype, mml = memory_flags(ctx, sel, pool)
@@ -394,6 +396,8 @@ def _resolve_nodes(ctx: RecipeContext, sel: Selection, want_nodes: int | None, n
     if nodes is None:
         n.add("error", "capacity", f"No node count up to {MAX_NODES} of {hwname} gives {ctx.strategy_label(sid)} a valid layout with room for the weights and the KV cache. {fit_hint(ctx, sel)}")
         nodes = lower if lower <= MAX_NODES else MAX_NODES
+    elif want_nodes is None:
+        _say_tp_skipped(ctx, sel, lower, nodes, lambda k: layout_for(ctx, sel, k), "nodes", "Nodes", n)
     elif want_nodes is not None and nodes != want_nodes:
         floor_msg = f"{ctx.strategy_label(sid)} needs at least {floor} nodes ({max(ctx.floor_gpus(sid, hw), 2 * ctx.hw(hw).gpu_count) if floor == 2 else ctx.floor_gpus(sid, hw)} GPUs)."
         why = raise_reasons(ctx, sel, want_nodes, floor, nodes, floor_msg, lambda k: layout_for(ctx, sel, k))
@@ -487,6 +491,24 @@ def resolve_instances(ctx: RecipeContext, req: Request, kv: str, deploy: str, n:
         n.add("warning", "invalid-instances", f"The value instances={want} is outside 1–{MAX_INSTANCES}; {default} is shown.")
         return default
     return want
+
+
+def _say_tp_skipped(ctx: RecipeContext, sel: Selection, lower: int, got: int, make, subject: str, label: str,
+                    n: Notices, pool: str | None = None) -> None:
+    """When the composer chose ``got`` nodes itself (no count was asked for)
+    and a smaller count from ``lower`` held the weights but gave a TP vLLM
+    refuses (``composer.parallel.layout_problem``), say which counts were
+    skipped and why (issue 18: a chosen value that changes is said)."""
+    skipped = []
+    for k in range(max(1, lower), got):
+        lay = make(k)
+        why = layout_problem(ctx, lay, sel.variant)
+        if why and layout_ok(ctx, sel, lay, pool, valid_only=False) is None:
+            skipped.append((k, why))
+    if skipped:
+        reason = " ".join(f"{k} nodes: {why}" for k, why in skipped)
+        n.add("info", "nodes-tp-divides-heads", f"{label}: {got}, not {skipped[0][0]}: {reason}",
+              subject=subject, old=skipped[0][0], new=got, reason=reason)
 
 
 def raise_reasons(ctx: RecipeContext, sel: Selection, want: int, floor: int, got: int, floor_msg: str, make,
@@ -638,6 +660,9 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
         if nodes is None:
             n.add("error", "capacity", f"{label}: no node count up to {MAX_NODES} of {ctx.hw(hw).display_name} has room for the weights and the KV cache with a valid layout.")
             nodes = min(lower, MAX_NODES)
+        elif want is None:
+            _say_tp_skipped(ctx, sel_p, lower, nodes, lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k),
+                            f"{name}_nodes", f"{label} nodes", n, name)
         elif want is not None and nodes != want:
             floor_msg = f"{KINDS[mode].label} needs at least {ctx.floor_gpus(mode, hw)} GPUs."
             if nodes > want:

@@ -7,7 +7,8 @@ refuses composes on the command line.
   ``strict``);
 * ``check_recipe``: one recipe against the schema (pydantic), the catalogue
   (ids it names), its own arg lists (parse, no contradiction), a composed
-  default plan, and vLLM's CLI (warnings);
+  default plan, vLLM's CLI (warnings) and vLLM's start-up checks on the
+  default plan of every listed hardware (``launch_problems``);
 * ``validate``: every recipe of a directory.
 
 Every problem is a ``RecipeError`` with file, key path, message and level.
@@ -21,6 +22,8 @@ from pydantic import ValidationError
 
 from composer.api import compose, make_context
 from composer.argv import ArgvError
+from composer.context import RecipeContext
+from composer.layers import TOPOLOGY_SOURCE
 from composer.buildtime.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths, unsafe_recipe_files
 from composer.schema import ENV_NAME, Catalog, Recipe
 from composer.buildtime.validate import check_recipe_args, check_recipe_commands, check_recipe_references, lint_recipe, unknown_keys, validate_catalog, validate_recipe
@@ -122,4 +125,37 @@ def check_references(rid: str, recipe: Recipe, catalog: Catalog, recipes_dir: Pa
         compose(ctx, "")
     except ArgvError as exc:
         errs.append(RecipeError(file, "(args)", str(exc)))
+        return errs
+    errs += [RecipeError(file, key, message, level) for key, message in launch_problems(ctx)]
     return errs
+
+
+NOT_RECIPE_KEYS = (TOPOLOGY_SOURCE, "strategies/", "kv_store/", "advanced.", "composer")
+"""Key path prefixes of values the recipe does not write (the computed
+topology, the catalogue's strategy templates and KV stores, built-in Advanced
+knobs): a launch rule they break is the composer's or the catalogue's fault,
+reported by their own tests, not a recipe lint."""
+
+
+def launch_problems(ctx: RecipeContext) -> list[tuple[str, str]]:
+    """``(recipe key path, message)`` of each vLLM start-up rule
+    (``composer.launch``; the plan's ``launch-<rule>`` error notices) that a
+    recipe's own args break in the default plan of the recipe, of each
+    listed hardware (``?hardware=<id>``: the plans the JSON API publishes)
+    and of each offered strategy on the default hardware
+    (``?strategy=<id>``).
+    The key path is the one that set the first deciding flag
+    (``Notice.key``); the message names the plan's query, vLLM's words and
+    the fix. Errors only: a degraded start is the plan's warning."""
+    found: dict[tuple[str, str], str] = {}
+    queries = [""] + [f"hardware={h}" for h in ctx.listed_hardware] + [f"strategy={s}" for s in ctx.strategies]
+    for query in queries:
+        plan = compose(ctx, query, every_form=False)
+        for n in plan["notices"]:
+            if n["level"] != "error" or not n["code"].startswith("launch-"):
+                continue
+            key = n.get("key") or ""
+            if not key or key.startswith(NOT_RECIPE_KEYS):
+                continue
+            found.setdefault((key, n["rule"]), f"?{query or '(default)'}: {n['message']}")
+    return [(key, message) for (key, _), message in found.items()]
