@@ -396,8 +396,10 @@ def _resolve_nodes(ctx: RecipeContext, sel: Selection, want_nodes: int | None, n
     if nodes is None:
         n.add("error", "capacity", f"No node count up to {MAX_NODES} of {hwname} gives {ctx.strategy_label(sid)} a valid layout with room for the weights and the KV cache. {fit_hint(ctx, sel)}")
         nodes = lower if lower <= MAX_NODES else MAX_NODES
-    elif want_nodes is None:
+    elif want_nodes is None and nodes == floor:
         _say_tp_skipped(ctx, sel, lower, nodes, lambda k: layout_for(ctx, sel, k), "nodes", "Nodes", n)
+    elif want_nodes is None:
+        pass  # said below by nodes-set, whose reasons include every TP skipped (issue 18 and 21: one notice)
     elif want_nodes is not None and nodes != want_nodes:
         floor_msg = f"{ctx.strategy_label(sid)} needs at least {floor} nodes ({max(ctx.floor_gpus(sid, hw), 2 * ctx.hw(hw).gpu_count) if floor == 2 else ctx.floor_gpus(sid, hw)} GPUs)."
         why = raise_reasons(ctx, sel, want_nodes, floor, nodes, floor_msg, lambda k: layout_for(ctx, sel, k))
@@ -417,7 +419,7 @@ def _resolve_nodes(ctx: RecipeContext, sel: Selection, want_nodes: int | None, n
         # same however it was reached.
         why = raise_reasons(ctx, sel, floor, floor, nodes, "", lambda k: layout_for(ctx, sel, k))
         n.add("info", "nodes-set", f"{nodes} nodes are the fewest that work on {hwname}: {why}",
-              subject="nodes", new=nodes, reason=why)
+              subject="nodes", old=floor, new=nodes, reason=why)
     return replace(sel, nodes=nodes)
 
 

@@ -65,7 +65,7 @@ def test_tp_that_does_not_divide_the_heads(rid, query, was, subject):
     sizes = {int(cmd["argv"][cmd["argv"].index("--tensor-parallel-size") + 1]) for cmd in plan["commands"]
              if "--tensor-parallel-size" in cmd["argv"]}
     assert sizes and was not in sizes and all(heads_ok(c, plan["selection"]["variant"], t) for t in sizes)
-    [said] = [n for n in plan["notices"] if n.get("subject") == subject and n["code"] in ("nodes-raised", "nodes-tp-divides-heads")]
+    [said] = [n for n in plan["notices"] if n.get("subject") == subject and n["code"] in ("nodes-raised", "nodes-tp-divides-heads", "nodes-set")]
     assert f"TP {was} " in said["message"] and int(said["new"]) > int(said["old"])
     if not model_facts(c, plan["selection"]["variant"]).num_attention_heads:
         assert "head count is unknown" in said["message"] and "power of two" in said["message"]
@@ -234,7 +234,9 @@ def test_node_count_options_disabled_exactly_when_their_plan_is_an_error(rid, qu
             status = plan["status"] if new or plan["status"] != "error" else "the current error"
             if o["disabled"]:
                 # a node count the resolver would raise is disabled although its (raised) plan may be ok
-                kept = not o["reason"].startswith("Becomes ") and "cannot run this deployment" not in o["reason"]
+                # (its plan says so with a nodes-raised/-lowered notice; issue 21 took "Becomes N:" off disabled options)
+                moved = any(n["code"] in ("nodes-raised", "nodes-lowered") for n in plan["notices"])
+                kept = not moved and "cannot run this deployment" not in o["reason"]
                 assert status == "error" or not kept, (control, o["id"], o["reason"])
             else:
                 assert status != "error", (control, o["id"], o["query"])  # or only the error the page has
