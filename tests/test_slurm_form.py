@@ -51,7 +51,7 @@ printf '%s\n' $FAKE_HOSTS
 '''
 RECORDER = r'''#!/usr/bin/env bash
 # Stand-in for a node's program: records its argv and env.
-printf '%s\0' "$(basename "$0")" "$@" > "$FAKE_RECORD.argv"
+printf '%s\0' "${0##*/}" "$@" > "$FAKE_RECORD.argv"
 env -0 > "$FAKE_RECORD.env"
 '''
 USER_VALUES = {"IFACE_NAME": "ib0", "MOONCAKE_MASTER_IP": "10.9.9.9", "MOONCAKE_CONFIG_PATH": "/etc/mc.json"}

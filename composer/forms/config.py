@@ -84,7 +84,7 @@ def _has_negative(key: str) -> bool:
     """vLLM's parser has ``--no-<key>`` (a ``BooleanOptionalAction``: kind
     ``bool`` in the CLI table; ``flag`` is ``store_true``)."""
     opt = vllm_cli.OPTIONS.get(key) or vllm_cli.OMNI_OPTIONS.get(key)
-    return bool(opt) and opt["kind"] == "bool"
+    return opt is not None and opt["kind"] == "bool"
 
 
 def config_file(cmd: Command) -> Optional[ConfigFile]:
