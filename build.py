@@ -41,11 +41,12 @@ from jinja2 import FileSystemLoader
 from composer.api import compose, compose_page, make_context
 from composer import vllm_cli
 from composer.render import environment
-from composer.buildtime.routes import checkpoints, route_map, variant_routes
+from composer.buildtime.routes import checkpoints, public_api_ids, route_map, variant_routes
 from composer.buildtime.loader import RecipeError, RecipeLoadError, recipe_paths, unsafe_recipe_files
 from composer.schema import Recipe
 from composer.buildtime.checks import check_catalog, check_recipe
 from composer.buildtime.guide import render_guide
+from composer.buildtime import public_api
 from composer.buildtime.validate import dump, recipe_json_schema as schema_of_recipes
 
 ROOT = Path(__file__).resolve().parent
@@ -249,6 +250,22 @@ def recipe_api(ctx, recipe: Recipe, plan: dict) -> dict:
             "default_plan": api_plan(plan), "by_hardware": by_hw}
 
 
+def write_public_recipe(tmp: Path, ctx, recipe: Recipe) -> None:
+    """The public site's API files of one recipe (``composer.buildtime.public_api``):
+    ``/<id>.json`` and its ``hw/`` and ``strategies/`` subtree."""
+    catalog = ctx.catalog
+    data = dump(catalog)
+    files = public_api.recipe_files(
+        ctx, dump(recipe), lambda c, q: compose(c, q, every_form=False),
+        lambda c, q: compose_page(c, q)["options"],
+        lambda sid: {"id": sid, **data["strategies"].get(sid, {})},
+        lambda hw: {"id": hw, **data["taxonomy"]["hardware_profiles"][hw]})
+    for rel, doc in files:
+        path = tmp / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, separators=(",", ":")))
+
+
 def index_entry(ctx, recipe: Recipe, plan: dict) -> dict:
     """One row of the index page and of ``api/index.json``.
 
@@ -385,6 +402,8 @@ def _render_recipe(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
         path = tmp / sub / f"{rid}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+    if rid in job["public_ids"]:
+        write_public_recipe(tmp, ctx, recipe)
     prefix = "../" * (rid.count("/") + 1)
     data_url = f"{prefix}data/{rid}.json?h={_short_hash(recipe_text)}"
     header = recipe_header(recipe, rid, f"models/{rid}.yaml", job["repo_url"], job["repo_branch"])
@@ -444,7 +463,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         (tmp / "schema" / "recipe.schema.json").write_text(json.dumps(recipe_schema(), indent=1))
         runtime["catalog"] = f"data/catalog.json?h={_short_hash(catalog_text)}"
         _JOB.update(recipes_dir=recipes_dir, paths=paths, catalog=catalog, tmp=tmp, runtime=runtime, env=env, strict=strict,
-                    repo_url=repo_url, repo_branch=repo_branch)
+                    repo_url=repo_url, repo_branch=repo_branch, public_ids=public_api_ids(paths))
         jobs = jobs or os.cpu_count() or 1
         if jobs > 1 and len(paths) >= 8:
             with multiprocessing.get_context("fork").Pool(jobs) as pool:
@@ -458,6 +477,12 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         entries = sorted((entry for _, entry, _ in results if entry is not None), key=lambda e: e["title"].lower())
         hardware = hardware_labels(catalog.taxonomy.hardware_profiles)
         (tmp / "api" / "index.json").write_text(json.dumps({"recipes": entries, "hardware": hardware}, indent=1))
+        # The public site's API (composer.buildtime.public_api) beside our own.
+        (tmp / "models.json").write_text(json.dumps([public_api.model_entry(e) for e in entries
+                                                     if e["id"] in _JOB["public_ids"]], indent=1))
+        for rel, doc in public_api.catalog_files(dump(catalog)):
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_text(json.dumps(doc, separators=(",", ":")))
         index = env.get_template("index.html")
 
         def render_index(items: list[dict], prefix: str, org: str | None) -> str:

@@ -131,4 +131,4 @@ def test_a_throwaway_output_form_through_the_registry(k3, slurm_form, capsys):
 def test_an_unknown_form_is_reported_with_the_registry_s_names(k3):
     plan = compose(k3, "install=slurmx")
     msg = next(n["message"] for n in plan["notices"] if n["code"] == "invalid-install")
-    assert "pip, docker or k8s" in msg
+    assert "pip, docker, k8s, config or slurm" in msg

@@ -30,6 +30,7 @@ from composer.api import compose, compose_page, make_context
 from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 from composer.shell import PLACEHOLDER_RE
 from composer.yaml_text import dump
+from tests.plan_space import our_plans, selection_space
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
@@ -328,36 +329,6 @@ def without_endpoints(argv: list[str]) -> list[str]:
 
 
 # --- the plans ---
-
-def our_plans():
-    recipes = ROOT / "recipes"
-    catalog = load_catalog(recipes)
-    for rid in recipe_paths(recipes):
-        ctx = make_context(rid, load_recipe(recipes, rid), catalog)
-        yield rid, ctx
-
-
-def selection_space(ctx):
-    """Queries over every variant × hardware × strategy, then every enabled
-    choice of nodes, pool modes and sizes, KV offload and instances from each
-    of those, and every feature on."""
-    seen = set()
-    for n, variant in enumerate(ctx.recipe.variants):
-        for hw in ctx.listed_hardware:
-            if ctx.hardware_block_reason(hw, variant):
-                continue
-            for sid in ctx.strategies:
-                page = compose_page(ctx, {"hardware": hw, "strategy": sid, "variant": variant})
-                queries = [page["query"]]
-                # Features change flags, not the shape: toggled for the first variant only.
-                for dim in ("nodes", "prefill_mode", "prefill_nodes", "decode_mode", "decode_nodes", "kv_offload",
-                            "instances") + (("features",) if n == 0 else ()):
-                    queries += [o["query"] for o in page["options"].get(dim, ()) if not o["disabled"] and not o["selected"]]
-                for q in queries:
-                    if q not in seen:
-                        seen.add(q)
-                        yield q
-
 
 @pytest.fixture(scope="module", autouse=True)
 def fake_bin(tmp_path_factory):

@@ -21,8 +21,10 @@ from composer.schema import Recipe
 
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\Z")
 """One path segment a route may have: the recipe file names' rule (loader.SAFE_NAME)."""
-RESERVED = frozenset({"assets", "data", "api", "schema", "runtime", "404.html", "index.html"})
-"""Top-level names of the built site: never an org folder of a redirect stub."""
+RESERVED = frozenset({"assets", "data", "api", "schema", "runtime", "404.html", "index.html",
+                      "models.json", "strategies.json", "taxonomy.json", "strategies"})
+"""Top-level names of the built site (the public site's API files among them,
+``public_api.TOP_LEVEL``): never an org folder of a redirect stub."""
 
 
 def _safe_id(model_id: str) -> bool:
@@ -96,3 +98,15 @@ def find_recipe_id(ids: Iterable[str], name: str) -> str | None:
         return name
     hits = [rid for rid in ids if rid.lower() == name.lower()]
     return hits[0] if len(hits) == 1 else None
+
+
+def public_api_ids(ids: Iterable[str]) -> list[str]:
+    """The recipe ids that get the public site's API files (``/<id>.json`` and
+    the ``/<id>/hw/…`` subtree beside the page ``/<id>/``): all but those
+    whose organisation is a top-level name of the site (``RESERVED``) and those
+    whose ``<id>.json`` would be the page folder of another recipe (a recipe
+    named ``org/x.json`` next to ``org/x``), in any case."""
+    ids = list(ids)
+    folders = {rid.lower() for rid in ids}
+    return [rid for rid in ids if rid.split("/")[0].lower() not in RESERVED
+            and (rid + ".json").lower() not in folders]

@@ -62,9 +62,16 @@ class OutputForm:
     detail: Optional[Callable[[FormInput], object]] = None
 
 
-from composer.forms import docker, kubernetes, pip  # noqa: E402  (each module declares its FORM)
+def script_name(label: str) -> str:
+    """A command's script file name from its tab label (``Prefill node 1/2``
+    → ``prefill-node-1-of-2.sh``)."""
+    name = label.lower().replace("·", "").replace(" ", "-").replace("/", "-of-").replace("(", "").replace(")", "")
+    return name.replace("--", "-") + ".sh"
 
-_REGISTERED: tuple[OutputForm, ...] = (pip.FORM, docker.FORM, kubernetes.FORM)
+
+from composer.forms import config, docker, kubernetes, pip, slurm  # noqa: E402  (each module declares its FORM)
+
+_REGISTERED: tuple[OutputForm, ...] = (pip.FORM, docker.FORM, kubernetes.FORM, config.FORM, slurm.FORM)
 FORMS: dict[str, OutputForm] = {f.id: f for f in _REGISTERED}
 """The registry, in the order the page offers the forms."""
 
@@ -89,13 +96,6 @@ def form_block_reason(ctx: RecipeContext, form_id: str, hw_id: str, variant_id: 
     if form.needs_image and docker_image(ctx, hw_id, variant_id, kv_offload) is None:
         return docker_reason(ctx, hw_id, variant_id, kv_offload)
     return None
-
-
-def script_name(label: str) -> str:
-    """A command's script file name from its tab label (``Prefill node 1/2``
-    → ``prefill-node-1-of-2.sh``)."""
-    name = label.lower().replace("·", "").replace(" ", "-").replace("/", "-of-").replace("(", "").replace(")", "")
-    return name.replace("--", "-") + ".sh"
 
 
 def output(form_id: str, inp: FormInput, detail: object) -> Output:

@@ -279,7 +279,7 @@
   }
   function applyPlaceholders() {
     const vals = phValues();
-    for (const code of document.querySelectorAll("#commands .panel:not([data-role=file]) pre code, #extras pre code")) {
+    for (const code of document.querySelectorAll("#commands .panel:not([data-role=file]) > pre code, #extras pre code")) {
       if (code.dataset.raw === undefined) code.dataset.raw = code.textContent;
       code.textContent = phSubstitute(code.dataset.raw, vals);
     }
@@ -431,7 +431,7 @@
     if (preview) return;  // nothing is copied from a preview
     const copy = ev.target.closest("button.copy");
     if (copy) {
-      const text = copy.closest(".panel, .snippet").querySelector("pre code").textContent;
+      const text = copy.closest(".artifact, .panel, .snippet").querySelector("pre code").textContent;
       try {
         await navigator.clipboard.writeText(text);
         copy.textContent = "Copied";

@@ -1,0 +1,96 @@
+"""Issue 20 in Chromium: "Run with: Config file" and "Run with: SLURM". Every
+file's Copy and Download equal the CLI's ``--format config`` / ``--format
+slurm`` output for the page's URL, file by file (config: each node's YAML in
+its own tab, beside its script; SLURM: the sbatch scripts in the form's tab)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.browser.conftest import ROOT, wait_ready
+from tests.browser.test_page import K3, click, settle
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def context(context):
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    return context
+
+
+def cli_files(query: str, form: str) -> dict:
+    """``{file name: text}`` of the CLI's ``--format FORM`` output."""
+    out = subprocess.run([sys.executable, "-m", "composer", "moonshotai/Kimi-K3", "--query", query, "--format", form],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    parts = re.split(r"^# ==> (.+) <==\n", out.stdout, flags=re.M)
+    if len(parts) == 1:  # one file: printed without a name line
+        return {None: out.stdout}
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def open_form(page, server, start: str, form: str) -> str:
+    page.goto(f"{server}{K3}?{start}")
+    wait_ready(page)
+    click(page, "install", form)
+    page.wait_for_function(f"() => location.search.includes('install={form}')")
+    settle(page)
+    return page.evaluate("location.search.replace(/^\\?/, '')")
+
+
+def check_block(page, block, expected: dict) -> str:
+    """One file's Copy and Download against the CLI's file of that name (or
+    its only file)."""
+    button = block.locator("button.download")
+    name = button.get_attribute("data-name")
+    if None in expected:
+        expected = {name: expected[None]}
+    block.locator("button.copy").click()
+    assert page.evaluate("navigator.clipboard.readText()") == expected[name], name
+    with page.expect_download() as info:
+        button.click()
+    assert info.value.suggested_filename == name
+    assert Path(info.value.path()).read_text() == expected[name]
+    return name
+
+
+@pytest.mark.parametrize("start", ["hardware=h200&nodes=2&strategy=multi_node_tp", "hardware=gb200&strategy=pd_cluster"])
+def test_config_file_tabs_copy_and_download_equal_the_cli(page, server, start):
+    query = open_form(page, server, start, "config")
+    expected = cli_files(query, "config")
+    tabs = page.locator("#commands [role=tab]")
+    seen = set()
+    for i in range(tabs.count()):
+        tab = tabs.nth(i)
+        tab.click()
+        panel = page.locator(f"#{tab.get_attribute('aria-controls')}")
+        assert panel.is_visible()
+        for j in range(panel.locator(".artifact").count()):
+            seen.add(check_block(page, panel.locator(".artifact").nth(j), expected))
+        script = panel.locator(":scope > .actions button.download")
+        if script.count():
+            with page.expect_download() as info:
+                script.click()
+            assert Path(info.value.path()).read_text() == expected[info.value.suggested_filename]
+            seen.add(info.value.suggested_filename)
+            if info.value.suggested_filename != "router.sh":
+                assert "vllm serve --config " in panel.locator(":scope > pre code").text_content()
+    assert seen == set(expected) and any(n.endswith(".yaml") for n in seen)
+
+
+@pytest.mark.parametrize("start", ["hardware=h200&nodes=2&strategy=multi_node_tp", "hardware=gb200&strategy=pd_cluster"])
+def test_slurm_tab_copy_and_download_equal_the_cli(page, server, start):
+    query = open_form(page, server, start, "slurm")
+    expected = cli_files(query, "slurm")
+    tab = page.locator("#tab-slurm")
+    assert tab.get_attribute("aria-selected") == "true" and page.locator("#panel-slurm").is_visible()
+    blocks = page.locator("#panel-slurm .artifact")
+    names = [check_block(page, blocks.nth(j), expected) for j in range(blocks.count())]
+    assert set(names) == ({names[0]} if None in expected else set(expected))
+    assert names == (["serve.sbatch"] if "multi_node" in start else ["prefill.sbatch", "decode.sbatch", "router.sbatch"])

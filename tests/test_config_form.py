@@ -1,0 +1,163 @@
+"""Issue 20.2: the config-file form (``composer/forms/config.py``).
+
+Every YAML file the form writes, read back by vLLM 0.33.0's own
+``FlexibleArgumentParser.load_config_file`` (its source, taken from the pinned
+wheel's ``vllm/utils/argparse_utils.py`` and run as written: the module itself
+cannot be imported without torch), plus the options the one-line command keeps
+after ``--config``, is exactly the plan's argv, order aside — for every plan
+of our recipes' selection space and every corpus default plan. A JSON object
+value comes back as vLLM's ``json.dumps`` of the same object, so JSON values
+are compared as JSON.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import shlex
+import textwrap
+import zipfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from composer import vllm_cli
+from composer.api import compose
+from composer.argv import parse_tokens
+from composer.query import parse_query
+from tests.plan_space import CORPUS, corpus_contexts, our_plans, selection_space
+
+SOURCE = "vllm/utils/argparse_utils.py"
+
+
+@lru_cache(maxsize=1)
+def vllm_load_config_file():
+    """``FlexibleArgumentParser.load_config_file`` of the pinned vLLM wheel,
+    compiled from its source with the names it uses (json, yaml, logger, Any)
+    and bound to a parser whose ``_option_string_actions`` holds every
+    ``--no-<name>`` vLLM registers (its ``BooleanOptionalAction`` options:
+    kind ``bool`` in the CLI table generated from the same wheel)."""
+    from composer.buildtime import vllm_cli_gen
+
+    wheel = vllm_cli_gen.fetch("vllm", vllm_cli_gen.VLLM_VERSION)
+    with zipfile.ZipFile(wheel) as zf:
+        source = zf.read(SOURCE).decode()
+    tree = ast.parse(source)
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "FlexibleArgumentParser")
+    fn = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "load_config_file")
+    code = textwrap.dedent(ast.get_source_segment(source, fn))
+    scope: dict[str, Any] = {"json": json, "yaml": yaml, "Any": Any, "logger": logging.getLogger("vllm")}
+    exec(compile(code, f"{wheel.name}/{SOURCE}", "exec"), scope)
+
+    class Parser:
+        _option_string_actions = {f"--no-{name}": None for name, o in vllm_cli.OPTIONS.items() if o["kind"] == "bool"}
+
+    return lambda path: scope["load_config_file"](Parser(), str(path))
+
+
+def _value(v: str | None):
+    if v is None:
+        return None
+    try:
+        data = json.loads(v)
+    except ValueError:
+        return v
+    return ("json", json.dumps(data, sort_keys=True)) if isinstance(data, (dict, list)) else v
+
+
+def units(tokens: list[str]) -> list[tuple]:
+    """The options of ``tokens`` as sorted ``(flag tokens…)``, a JSON value as its canonical JSON."""
+    return sorted((u.key, u.enabled, _value(u.value)) for u in parse_tokens(tokens))
+
+
+def check_plan(plan: dict, tmp: Path) -> int:
+    """The round trip for every ``vllm serve`` command of one config-form plan;
+    returns how many files were checked."""
+    cmds = plan["commands"] or plan["blocked_commands"]
+    files = {a["command"]: a for a in plan["output"]["artifacts"] if a["media_type"] == "application/yaml"}
+    load = vllm_load_config_file()
+    checked = 0
+    for i, c in enumerate(cmds):
+        argv = c["argv"]
+        if argv[:2] != ["vllm", "serve"]:
+            assert i not in files and c["text"] == c["pip_text"]  # the router keeps its own command
+            continue
+        art = files[i]
+        path = tmp / art["file_name"]
+        path.write_text(art["text"])
+        args = load(path)
+        line = c["text"].split("\n")[-1]
+        words = shlex.split(line)  # the one-line command: placeholders stay as written
+        assert words[:4] == ["vllm", "serve", "--config", art["file_name"]], line
+        if c["env"]:
+            assert c["text"].startswith(c["env_text"]), "the env the command needs is in its tab"
+        assert args[:2] == ["--model", argv[2]], args[:2]
+        got = args[2:] + words[4:]
+        assert units(got) == units(list(argv[3:])), (art["file_name"], got, argv)
+        checked += 1
+    return checked
+
+
+def config_plan(ctx, query: str) -> dict:
+    return compose(ctx, parse_query(query).with_values(install="config").query(), every_form=False)
+
+
+@pytest.mark.parametrize("rid", [rid for rid, _ in our_plans()])
+def test_every_plan_of_our_recipes_round_trips_through_vllm_load_config_file(rid, tmp_path):
+    ctx = dict(our_plans())[rid]
+    seen, files = set(), 0
+    for q in selection_space(ctx):
+        plan = config_plan(ctx, q)
+        if plan["url"] in seen:
+            continue
+        seen.add(plan["url"])
+        assert plan["output"]["form"] == "config"
+        files += check_plan(plan, tmp_path)
+    assert len(seen) > 20 and files >= len(seen)
+
+
+@pytest.mark.skipif(not CORPUS.exists(), reason="shared corpus not present")
+def test_every_corpus_default_plan_round_trips(tmp_path):
+    files = 0
+    for _rid, ctx in corpus_contexts():
+        files += check_plan(config_plan(ctx, ""), tmp_path)
+    assert files > 100
+
+
+def test_values_of_each_kind_come_back_unchanged(k3, tmp_path):
+    """Booleans both ways, integers, floats, strings YAML would misread, JSON
+    and placeholders: written so that vLLM's loader gives them back."""
+    from composer.forms.config import config_file
+    from composer.outputs import Command
+    from composer.yaml_text import dump
+
+    argv = ("vllm", "serve", "org/m", "--enforce-eager", "--no-enable-prefix-caching", "--max-num-seqs", "8",
+            "--gpu-memory-utilization", "0.90", "--served-model-name", "yes", "--chat-template", "a: #b",
+            "--compilation-config", '{"mode": 3, "cudagraph_capture_sizes": [1, 2], "x": 0.5}',
+            "--speculative-config", '{"method":"mtp"}', "--master-addr", "$HEAD_IP", "--seed", "-1")
+    cmd = Command("head", 0, None, "Head (node 0)", argv, {}, "", "", "")
+    cfg = config_file(cmd)
+    assert cfg.file_name == "head-node-0.yaml" and cfg.cli == ("--master-addr", "$HEAD_IP")
+    text = dump(cfg.data)
+    data = yaml.safe_load(text)
+    assert data["enforce-eager"] is True and data["enable-prefix-caching"] is False
+    assert data["max-num-seqs"] == 8 and data["gpu-memory-utilization"] == "0.90" and data["served-model-name"] == "yes"
+    assert isinstance(data["compilation-config"], str)  # a float inside: kept as the recipe wrote it
+    assert data["speculative-config"] == {"method": "mtp"} and data["seed"] == -1
+    path = tmp_path / cfg.file_name
+    path.write_text(text)
+    args = vllm_load_config_file()(path)
+    assert units(args[2:] + list(cfg.cli)) == units(list(argv[3:]))
+
+
+def test_cli_format_config_prints_every_file_and_script(k3, capsys):
+    from composer.buildtime.cli import main
+
+    assert main(["moonshotai/Kimi-K3", "--query", "hardware=h200&nodes=2&strategy=multi_node_tp", "--format", "config"]) == 0
+    out = capsys.readouterr().out
+    assert "# ==> head-node-0.yaml <==" in out and "# ==> node-1.yaml <==" in out
+    assert "vllm serve --config head-node-0.yaml --master-addr $HEAD_IP" in out

@@ -1,0 +1,245 @@
+"""Issue 20.3: the SLURM form (``composer/forms/slurm.py``).
+
+Every sbatch script of every multi-node plan of our recipes (P/D: each pool's
+and the router's) passes ``bash -n`` and, run by bash with stand-in ``srun``
+and ``scontrol`` (which start the node tasks one after the other with
+``SLURM_NODEID`` / ``SLURM_PROCID`` set, as SLURM does for one task per node),
+starts on each node exactly the plan's command for that node — argv and env,
+with the addresses SLURM's host list gives and the values the person sets —
+asks for the plan's nodes and GPUs per node on exclusive nodes, and refuses
+to start anything on a different node count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from composer.api import compose
+from composer.query import parse_query
+from composer.shell import PLACEHOLDER_RE
+from tests.plan_space import our_plans, selection_space
+
+SRUN = r'''#!/usr/bin/env bash
+# Stand-in srun: one task per node, in node order, SLURM_NODEID/PROCID set.
+set -u
+n=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nodes=*) n="${1#--nodes=}"; shift ;;
+    --*) shift ;;
+    *) break ;;
+  esac
+done
+printf '%s\n' "$n" > "$FAKE_DIR/srun.nodes"
+read -r -a hosts <<< "$FAKE_HOSTS"
+status=0
+for ((i = 0; i < n; i++)); do
+  SLURM_NODEID=$i SLURM_PROCID=$i SLURMD_NODENAME="${hosts[$i]}" FAKE_RECORD="$FAKE_DIR/node$i" "$@" || status=$?
+done
+exit $status
+'''
+SCONTROL = r'''#!/usr/bin/env bash
+# Stand-in scontrol: "show hostnames LIST" prints FAKE_HOSTS, one per line.
+[ "$1 $2" = "show hostnames" ] && [ "$3" = "$SLURM_JOB_NODELIST" ] || { echo "unexpected: $*" >&2; exit 2; }
+printf '%s\n' $FAKE_HOSTS
+'''
+RECORDER = r'''#!/usr/bin/env bash
+# Stand-in for a node's program: records its argv and its exported env (builtins only).
+printf '%s\0' "${0##*/}" "$@" > "$FAKE_RECORD.argv"
+mapfile -t names < <(compgen -e)
+for v in "${names[@]}"; do printf '%s=%s\0' "$v" "${!v}"; done > "$FAKE_RECORD.env"
+'''
+USER_VALUES = {"IFACE_NAME": "ib0", "MOONCAKE_MASTER_IP": "10.9.9.9", "MOONCAKE_CONFIG_PATH": "/etc/mc.json"}
+
+
+@pytest.fixture(scope="module")
+def fake_bin(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("slurm-bin")
+    for name, text in (("srun", SRUN), ("scontrol", SCONTROL), ("vllm", RECORDER), ("vllm-router", RECORDER)):
+        (d / name).write_text(text)
+        (d / name).chmod((d / name).stat().st_mode | stat.S_IEXEC)
+    return d
+
+
+def run_job(script: str, hosts: list[str], values: dict[str, str], tmp: Path, fake_bin: Path, num_nodes=None):
+    """Run one sbatch script as SLURM would on ``hosts``; returns
+    ``(completed process, [(argv, env)] per node)``."""
+    for old in tmp.glob("node*"):
+        old.unlink()
+    path = tmp / "job.sbatch"
+    path.write_text(script)
+    env = {"PATH": f"{fake_bin}:/usr/bin:/bin", "HOME": str(tmp), "FAKE_DIR": str(tmp), "FAKE_HOSTS": " ".join(hosts),
+           "SLURM_JOB_NODELIST": f"gpu[{1}-{len(hosts)}]", "SLURM_JOB_NUM_NODES": str(num_nodes or len(hosts)), **values}
+    out = subprocess.run(["bash", str(path)], env=env, capture_output=True, text=True, timeout=60, cwd=tmp)
+    nodes = []
+    for i in range(len(hosts)):
+        a, e = tmp / f"node{i}.argv", tmp / f"node{i}.env"
+        if not a.exists():
+            nodes.append(None)
+            continue
+        argv = a.read_bytes().decode().split("\0")[:-1]
+        envs = dict(x.split("=", 1) for x in e.read_bytes().decode().split("\0") if "=" in x)
+        nodes.append((argv, envs))
+    return out, nodes
+
+
+def expand(text: str, values: dict[str, str]) -> str:
+    return PLACEHOLDER_RE.sub(lambda m: values.get(m.group(0)[1:], m.group(0)), text)
+
+
+def plan_gpus(argv: list[str]) -> int:
+    """GPUs one serve command uses on its node, from its own parallel flags."""
+    def val(flag, default=1):
+        return int(argv[argv.index(flag) + 1]) if flag in argv else default
+
+    tp, pp = val("--tensor-parallel-size"), val("--pipeline-parallel-size")
+    if "--data-parallel-size-local" in argv:
+        return tp * val("--data-parallel-size-local")
+    if "--nnodes" in argv:
+        return tp * pp // val("--nnodes")
+    return tp * pp * val("--data-parallel-size")
+
+
+def sbatch_option(script: str, name: str) -> str | None:
+    m = re.search(rf"^#SBATCH --{name}(?:=(.*))?$", script, re.M)
+    return None if m is None else (m.group(1) or "")
+
+
+def check_plan(plan: dict, tmp: Path, fake_bin: Path, ran: dict, refusal: set | None = None) -> None:
+    """Every script of one SLURM-form plan, run with the stand-ins; a job of
+    another size is tried once per kind of job (``refusal``: the kinds tried)."""
+    cmds = plan["commands"] or plan["blocked_commands"]
+    scripts = {a["file_name"]: a["text"] for a in plan["output"]["artifacts"] if a["file_name"].endswith(".sbatch")}
+    pools = {}
+    for c in cmds:
+        pools.setdefault("router" if c["role"] == "router" else (c["pool"] or "serve"), []).append(c)
+    assert set(scripts) == {f"{p}.sbatch" for p in pools}, (scripts.keys(), pools.keys())
+    hosts_of = {p: [f"{p}-host{i + 1}" for i in range(len(cs))] for p, cs in pools.items()}
+    values = dict(USER_VALUES)
+    for pool in ("prefill", "decode"):
+        for k, h in enumerate(hosts_of.get(pool, ())):
+            values[f"{pool.upper()}_NODE_{k + 1}"] = h
+    for pool, cs in pools.items():
+        script = scripts[f"{pool}.sbatch"]
+        n = len(cs)
+        assert sbatch_option(script, "nodes") == str(n) and sbatch_option(script, "exclusive") == ""
+        assert sbatch_option(script, "ntasks-per-node") == "1"
+        if pool == "router":
+            assert sbatch_option(script, "gpus-per-node") is None
+        else:
+            assert sbatch_option(script, "gpus-per-node") == str(plan_gpus(list(cs[0]["argv"]))), pool
+        syntax = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+        assert syntax.returncode == 0, syntax.stderr
+        key = hashlib.sha256(script.encode()).hexdigest()
+        if key in ran:
+            continue
+        ran[key] = True
+        hosts = hosts_of[pool]
+        # The job's own addresses come from SLURM; the router's from the pool jobs (set by the person).
+        given = {k: v for k, v in values.items() if pool == "router" or not k.startswith(f"{pool.upper()}_NODE_")}
+        own = dict(values)
+        if pool == "serve":
+            own["HEAD_IP"] = hosts[0]
+        out, nodes = run_job(script, hosts, given, tmp, fake_bin)
+        assert out.returncode == 0, out.stderr
+        for c, node in zip(sorted(cs, key=lambda c: c["node_rank"]), nodes):
+            assert node is not None, f"{c['label']} did not start"
+            argv, env = node
+            assert argv == [expand(a, own) for a in c["argv"]], (c["label"], argv)
+            for k, v in c["env"].items():
+                assert env.get(k) == expand(v, own), (c["label"], k)
+        # A job of another size starts nothing.
+        if refusal is None or (pool, n > 1) not in refusal:
+            out, nodes = run_job(script, hosts, given, tmp, fake_bin, num_nodes=n + 1)
+            assert out.returncode == 1 and "error:" in out.stderr and not any(nodes)
+            if refusal is not None:
+                refusal.add((pool, n > 1))
+
+
+def slurm_plan(ctx, query: str) -> dict:
+    return compose(ctx, parse_query(query).with_values(install="slurm").query(), every_form=False)
+
+
+def multi_node(plan: dict) -> bool:
+    return len(plan["commands"] or plan["blocked_commands"]) > 1
+
+
+PARTS = 4
+"""Each recipe's plans in this many shares (one test each: xdist spreads them)."""
+
+
+@pytest.mark.parametrize("part", range(PARTS))
+@pytest.mark.parametrize("rid", [rid for rid, _ in our_plans()])
+def test_every_multi_node_plan_runs_each_nodes_command_under_srun(rid, part, tmp_path, fake_bin):
+    ctx = dict(our_plans())[rid]
+    seen: set[str] = set()
+    ran: dict = {}
+    refusal: set = set()
+    for n, q in enumerate(selection_space(ctx)):
+        if n % PARTS != part:
+            continue
+        plan = slurm_plan(ctx, q)
+        if plan["url"] in seen or not multi_node(plan):
+            continue
+        seen.add(plan["url"])
+        assert plan["output"]["form"] == "slurm" and not plan["output"]["reason"]
+        check_plan(plan, tmp_path, fake_bin, ran, refusal)
+    assert len(seen) > 20 and ran and refusal
+
+
+def test_a_pd_plan_is_one_job_per_pool_and_the_router(k3, tmp_path, fake_bin):
+    plan = slurm_plan(k3, "hardware=h200&strategy=pd_cluster&prefill_nodes=2&decode_nodes=2")
+    names = [a["file_name"] for a in plan["output"]["artifacts"] if a["command"] is None]
+    assert names == ["prefill.sbatch", "decode.sbatch", "router.sbatch"]
+    check_plan(plan, tmp_path, fake_bin, {})
+
+
+def test_a_missing_value_stops_the_job_before_srun(k3, tmp_path, fake_bin):
+    plan = slurm_plan(k3, "hardware=h200&nodes=2&strategy=multi_node_tp")
+    script = next(a["text"] for a in plan["output"]["artifacts"] if a["file_name"] == "serve.sbatch")
+    out, nodes = run_job(script, ["a", "b"], {}, tmp_path, fake_bin)
+    assert out.returncode != 0 and "IFACE_NAME" in out.stderr and not any(nodes)
+    assert not (tmp_path / "srun.nodes").exists()
+
+
+def test_hostile_recipe_values_stay_words_in_the_script(tmp_path, fake_bin):
+    """A recipe value with shell syntax reaches vLLM as one argv word and runs nothing."""
+    from composer.forms import FormInput
+    from composer.forms.slurm import sbatch
+    from composer.outputs import Command
+    from composer.shell import command_text, env_text
+
+    evil = "x'; touch pwned; echo '$(touch pwned2)`touch pwned3`"
+    argv = ("vllm", "serve", "org/m", "--served-model-name", evil, "--master-addr", "$HEAD_IP")
+    env = {"VLLM_X": evil}
+    cmds = [Command("head", r, None, f"Node {r}", argv, env, command_text(list(argv)), env_text(env), "") for r in (0, 1)]
+
+    class Ctx:
+        recipe_id = "org/m"
+
+        class recipe:
+            class meta:
+                title = "T\n$(touch pwned4)"
+
+    inp = FormInput(Ctx(), None, tuple(cmds), (), (), "s`touch pwned5`", False)
+    script = sbatch(inp, "serve", cmds, None, 8, "note $(touch pwned6)")
+    out, nodes = run_job(script, ["h1", "h2"], {}, tmp_path, fake_bin)
+    assert out.returncode == 0, out.stderr
+    for argv_got, env_got in nodes:
+        assert argv_got == ["vllm", "serve", "org/m", "--served-model-name", evil, "--master-addr", "h1"]
+        assert env_got["VLLM_X"] == evil
+    assert not list(tmp_path.glob("pwned*"))
+
+
+def test_cli_format_slurm_prints_the_scripts(k3, capsys):
+    from composer.buildtime.cli import main
+
+    assert main(["moonshotai/Kimi-K3", "--query", "hardware=h200&nodes=2&strategy=multi_node_tp", "--format", "slurm"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("#!/usr/bin/env bash\n#SBATCH --job-name=Kimi-K3-serve\n#SBATCH --nodes=2")
