@@ -3,10 +3,13 @@
 // compiled templates already imported: ~0.5 s), or, when the page asks for it
 // after a failed restore, boot Python cold and import everything (~5 s).
 // Protocol. The page sends {type:"init", mode:"snapshot"|"cold", indexURL,
-// snapshotURL, snapshotSize, snapshotSha256, pyodideVersion, pythonURL,
-// recipeURL, catalogURL}, then {type:"view", id, query} per choice. The worker
-// replies {type:"progress", text} while booting, then {type:"ready", mode, ms,
-// timings} or {type:"failed", stage:"snapshot"|"runtime", error}; per view
+// snapshotURL, stdlibURL, snapshotSize, pyodideVersion, pythonURL, recipeURL,
+// catalogURL, files} (files: absolute URL → SHA-256 of every file the worker
+// may fetch), then {type:"view", id, query} per choice, or {type:"prime", id,
+// query} for a page already showing query's plan (only the look-ahead runs).
+// The worker replies {type:"progress", text} while booting, then {type:"ready",
+// mode, ms, timings} or {type:"failed", stage:"snapshot"|"runtime"|"integrity",
+// error} (integrity: a file does not match its hash); per view
 // request, in two parts, {type:"plan", id, view, ms} (view: JSON {plan,
 // fragments} without the controls, composer.render.plan_json) and then
 // {type:"controls", id, view, ms} (JSON {fragments:{controls}, next},
@@ -37,54 +40,99 @@ async function composeAhead(id, queries) {
   }
 }
 
+// ----- integrity: every file this worker uses is checked against the SHA-256
+// the page was built with (init's `files`: absolute URL without its query →
+// hex digest) before it is used; a file not listed there is never fetched.
+// Pyodide's own fetches (its lock file, wasm module and standard library) go
+// through the same check: `fetch` is replaced in this worker.
+let files = new Map();
+const checked = new Map();  // URL without query → Promise of its verified bytes
+const plainFetch = self.fetch.bind(self);
+
+class IntegrityError extends Error {}
+
+function bare(url) {
+  const u = new URL(url, self.location.href);
+  return u.origin + u.pathname;
+}
+function hex(buffer) {
+  return [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+function verified(url, what) {
+  const key = bare(url);
+  if (!checked.has(key)) {
+    const expected = files.get(key);
+    const p = (async () => {
+      if (!expected) throw new IntegrityError(`${what || key} is not a file this page was built with`);
+      if (!self.crypto || !crypto.subtle) throw new IntegrityError("the browser cannot check files here (serve the site over https)");
+      const r = await plainFetch(url);
+      if (!r.ok) throw new Error(`${what || key}: HTTP ${r.status}`);
+      const bytes = new Uint8Array(await r.arrayBuffer());
+      if (hex(await crypto.subtle.digest("SHA-256", bytes)) !== expected) {
+        throw new IntegrityError(`${what || key.split("/").pop()} does not match the file this page was built with (SHA-256)`);
+      }
+      return bytes;
+    })();
+    p.catch(() => {});  // reported where it is awaited
+    checked.set(key, p);
+  }
+  return checked.get(key);
+}
+self.fetch = async (input, init) => {
+  const url = input instanceof Request ? input.url : String(input);
+  const bytes = await verified(url);
+  const type = url.endsWith(".wasm") ? "application/wasm" : url.endsWith(".json") ? "application/json" : "application/octet-stream";
+  return new Response(bytes, {status: 200, headers: {"Content-Type": type}});
+};
+// A JavaScript module of the runtime, imported from its checked bytes.
+async function importVerified(url) {
+  const bytes = await verified(url);
+  const blob = URL.createObjectURL(new Blob([bytes], {type: "text/javascript"}));
+  try {
+    return await import(blob);
+  } finally {
+    URL.revokeObjectURL(blob);
+  }
+}
+
 async function get(url, what, kind) {
-  const r = await fetch(url);
-  if (!r.ok) throw new Error(`${what}: HTTP ${r.status}`);
-  return kind === "bytes" ? new Uint8Array(await r.arrayBuffer()) : r.text();
+  const bytes = await verified(url, what);
+  return kind === "bytes" ? bytes : new TextDecoder().decode(bytes);
 }
 
 async function boot(msg) {
   const t0 = performance.now();
+  files = new Map(Object.entries(msg.files || {}));
   const data = Promise.all([get(msg.recipeURL, "recipe data"), get(msg.catalogURL, "catalogue")]);
   data.catch(() => {});  // reported when awaited below
   const image = msg.mode === "snapshot" ? get(msg.snapshotURL, "snapshot", "bytes") : get(msg.pythonURL, "composer", "bytes");
   image.catch(() => {});
-  // Pyodide does not always reject when its wasm module or stdlib cannot be
-  // fetched: check them first (alongside the other fetches) so a failure is
-  // reported at once.
-  const present = Promise.all(["pyodide.asm.wasm", "python_stdlib.zip"].map(async (name) => {
-    const r = await fetch(msg.indexURL + name, {method: "HEAD"});
-    if (!r.ok) throw new Error(`${name}: HTTP ${r.status}`);
-  }));
+  // Everything Pyodide will ask for is fetched and checked now, alongside the
+  // rest, so a missing or altered file is reported at once.
+  const stdLibURL = msg.mode === "snapshot" ? msg.stdlibURL : msg.indexURL + "python_stdlib.zip";
+  const present = Promise.all([msg.indexURL + "pyodide.asm.wasm", stdLibURL, msg.indexURL + "pyodide-lock.json"]
+    .map((u) => verified(u)));
   present.catch(() => {});
   // Pyodide 314 runs in module workers only (classic workers are refused).
-  const {loadPyodide} = await import(msg.indexURL + "pyodide.mjs");
+  const [{loadPyodide}, factory] = await Promise.all([importVerified(msg.indexURL + "pyodide.mjs"),
+                                                      importVerified(msg.indexURL + "pyodide.asm.mjs").then((m) => m.default)]);
   await present;
   let pyodide;
   if (msg.mode === "snapshot") {
-    let bytes, hashed;
+    let bytes;
     try {
       bytes = await image;
       if (bytes.length !== msg.snapshotSize) throw new Error(`snapshot is ${bytes.length} bytes, expected ${msg.snapshotSize}`);
-      // A damaged snapshot of the right size would compose wrong commands: its
-      // hash is checked before Python is used. digest() copies the bytes at
-      // once, so it runs while the runtime restores instead of before it.
-      hashed = crypto.subtle.digest("SHA-256", bytes).then((d) => {
-        const hex = [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
-        if (hex !== msg.snapshotSha256) throw new Error("snapshot content does not match its SHA-256");
-      });
-      hashed.catch(() => {});  // reported when awaited below
-      const factory = (await import(msg.indexURL + "pyodide.asm.mjs")).default;
-      pyodide = await loadPyodide({indexURL: msg.indexURL, _loadSnapshot: bytes,
+      pyodide = await loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: bytes,
                                    createPyodideModule: growingFactory(factory, bytes.length)});
-      await hashed;
       if (pyodide.version !== msg.pyodideVersion) throw new Error(`runtime ${pyodide.version}, snapshot made with ${msg.pyodideVersion}`);
       pyodide.runPython("import composer.render\nassert composer.render._BROWSER is not None");
     } catch (err) {
+      if (err instanceof IntegrityError) throw err;
       throw Object.assign(new Error(String(err.message || err)), {stage: "snapshot"});
     }
   } else {
-    pyodide = await loadPyodide({indexURL: msg.indexURL});
+    pyodide = await loadPyodide({indexURL: msg.indexURL, stdLibURL, createPyodideModule: growingFactory(factory, 0)});
     self.postMessage({type: "progress", text: "Python runtime ready; loading the composer…"});
     installSitePython(pyodide, await image);
   }
@@ -102,9 +150,20 @@ self.onmessage = async (ev) => {
   const msg = ev.data;
   if (msg.type === "init") {
     ready = boot(msg).catch((err) => {
-      self.postMessage({type: "failed", stage: err.stage || "runtime", error: String((err && err.message) || err)});
+      // An altered file is never worked around (no cold boot instead): the page shows the error.
+      const stage = err instanceof IntegrityError ? "integrity" : err.stage || "runtime";
+      self.postMessage({type: "failed", stage, error: String((err && err.message) || err)});
       throw err;
     });
+    return;
+  }
+  if (msg.type === "prime") {  // the page shows this query already (pre-rendered): only look ahead
+    latest = msg.id;
+    try { await ready; } catch (err) { return; }
+    if (msg.id !== latest) return;
+    try {
+      composeAhead(msg.id, JSON.parse(controlsJson(msg.query)).next || []);
+    } catch (err) { /* a look-ahead that fails changes nothing on screen */ }
     return;
   }
   if (msg.type === "view") {
