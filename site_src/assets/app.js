@@ -384,6 +384,7 @@
     swap(next.fragments);
     setPreview(false);
     app.dataset.query = plan.query;
+    app.dataset.shown = "composed";
     const url = location.pathname + withView(plan.url) + location.hash;
     if (push) history.pushState({q: plan.query}, "", url);
     else history.replaceState({q: plan.query}, "", url);
@@ -695,4 +696,5 @@
     setStatus("idle", "");
     armLazyBoot();
   }
+  app.dataset.started = "true";  // this script has set the page up (tests wait for it)
 })();

@@ -121,7 +121,11 @@ async function boot(msg) {
   if (msg.mode === "snapshot") {
     let bytes;
     try {
-      bytes = await image;
+      // A snapshot that is not the build's is never restored; the cold boot
+      // (from its own checked files) composes the same commands instead.
+      bytes = await image.catch((err) => {
+        throw err instanceof IntegrityError ? new Error("snapshot content does not match its SHA-256") : err;
+      });
       if (bytes.length !== msg.snapshotSize) throw new Error(`snapshot is ${bytes.length} bytes, expected ${msg.snapshotSize}`);
       pyodide = await loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: bytes,
                                    createPyodideModule: growingFactory(factory, bytes.length)});

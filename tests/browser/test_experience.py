@@ -93,7 +93,7 @@ def test_embed_mode_reports_height_and_honours_theme(page, server):
     }""", f"{server}{K3}?embed=1&theme=dark&hardware=h200")
     page.wait_for_function("() => window.heights.length > 0 && window.heights[window.heights.length - 1] > 400", timeout=90_000)
     frame = page.frame_locator("iframe")
-    frame.locator("#app[data-ready=true]").wait_for(timeout=90_000)
+    frame.locator("#app[data-shown]").wait_for(timeout=90_000)  # rendered ahead: no runtime needed
     assert frame.locator("header.site").is_hidden()
     inner = page.frames[1]
     assert inner.evaluate("document.documentElement.dataset.theme") == "dark"
