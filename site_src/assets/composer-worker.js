@@ -31,7 +31,13 @@ function remember(query, plan) {
   ahead.set(query, plan);
 }
 
+// The look-ahead starts once the page has been idle AHEAD_IDLE_MS after its
+// controls: a plan composed ahead cannot be interrupted, so clicks fired back
+// to back would otherwise wait for one (up to a plan's time) before their own.
+const AHEAD_IDLE_MS = 150;
+
 async function composeAhead(id, queries) {
+  await new Promise((resolve) => setTimeout(resolve, AHEAD_IDLE_MS));
   for (const q of queries) {
     await new Promise((resolve) => setTimeout(resolve, 0));  // a click always goes first
     if (id !== latest) return;
@@ -58,30 +64,53 @@ function bare(url) {
 function hex(buffer) {
   return [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
-function verified(url, what) {
+// {bytes, ok} of a file: its body, and the check of that body against its
+// hash, kept apart so that work that executes nothing (compiling the wasm
+// module, copying the snapshot in) can overlap the hashing.
+function fetched(url, what) {
   const key = bare(url);
   if (!checked.has(key)) {
     const expected = files.get(key);
-    const p = (async () => {
+    const name = what || key.split("/").pop();
+    const bytes = (async () => {
       if (!expected) throw new IntegrityError(`${what || key} is not a file this page was built with`);
       if (!self.crypto || !crypto.subtle) throw new IntegrityError("the browser cannot check files here (serve the site over https)");
       const r = await plainFetch(url);
-      if (!r.ok) throw new Error(`${what || key}: HTTP ${r.status}`);
-      const bytes = new Uint8Array(await r.arrayBuffer());
-      if (hex(await crypto.subtle.digest("SHA-256", bytes)) !== expected) {
-        throw new IntegrityError(`${what || key.split("/").pop()} does not match the file this page was built with (SHA-256)`);
-      }
-      return bytes;
+      if (!r.ok) throw new Error(`${name}: HTTP ${r.status}`);
+      return new Uint8Array(await r.arrayBuffer());
     })();
-    p.catch(() => {});  // reported where it is awaited
-    checked.set(key, p);
+    const ok = bytes.then(async (b) => {
+      if (hex(await crypto.subtle.digest("SHA-256", b)) !== expected) {
+        throw new IntegrityError(`${name} does not match the file this page was built with (SHA-256)`);
+      }
+    });
+    bytes.catch(() => {});  // reported where they are awaited
+    ok.catch(() => {});
+    checked.set(key, {bytes, ok});
   }
   return checked.get(key);
 }
+async function verified(url, what) {
+  const f = fetched(url, what);
+  const bytes = await f.bytes;
+  await f.ok;
+  return bytes;
+}
 self.fetch = async (input, init) => {
   const url = input instanceof Request ? input.url : String(input);
+  if (bare(url).endsWith(".wasm")) {
+    // Compiled while it is hashed: the stream ends only once the hash matches,
+    // so the module is never instantiated (nothing of it runs) before that.
+    const f = fetched(url);
+    const bytes = await f.bytes;
+    const body = new ReadableStream({start(c) {
+      c.enqueue(bytes);
+      f.ok.then(() => c.close(), (err) => c.error(err));
+    }});
+    return new Response(body, {status: 200, headers: {"Content-Type": "application/wasm"}});
+  }
   const bytes = await verified(url);
-  const type = url.endsWith(".wasm") ? "application/wasm" : url.endsWith(".json") ? "application/json" : "application/octet-stream";
+  const type = url.endsWith(".json") ? "application/json" : "application/octet-stream";
   return new Response(bytes, {status: 200, headers: {"Content-Type": type}});
 };
 // A JavaScript module of the runtime, imported from its checked bytes.
@@ -105,28 +134,29 @@ async function boot(msg) {
   files = new Map(Object.entries(msg.files || {}));
   const data = Promise.all([get(msg.recipeURL, "recipe data"), get(msg.catalogURL, "catalogue")]);
   data.catch(() => {});  // reported when awaited below
-  const image = msg.mode === "snapshot" ? get(msg.snapshotURL, "snapshot", "bytes") : get(msg.pythonURL, "composer", "bytes");
-  image.catch(() => {});
+  const image = msg.mode === "snapshot" ? fetched(msg.snapshotURL, "snapshot") : {bytes: get(msg.pythonURL, "composer", "bytes")};
+  image.bytes.catch(() => {});
   // Everything Pyodide will ask for is fetched and checked now, alongside the
   // rest, so a missing or altered file is reported at once.
   const stdLibURL = msg.mode === "snapshot" ? msg.stdlibURL : msg.indexURL + "python_stdlib.zip";
-  const present = Promise.all([msg.indexURL + "pyodide.asm.wasm", stdLibURL, msg.indexURL + "pyodide-lock.json"]
-    .map((u) => verified(u)));
+  const present = Promise.all([fetched(msg.indexURL + "pyodide.asm.wasm").ok, verified(stdLibURL),
+                               verified(msg.indexURL + "pyodide-lock.json")]);
   present.catch(() => {});
   // Pyodide 314 runs in module workers only (classic workers are refused).
   const [{loadPyodide}, factory] = await Promise.all([importVerified(msg.indexURL + "pyodide.mjs"),
                                                       importVerified(msg.indexURL + "pyodide.asm.mjs").then((m) => m.default)]);
-  await present;
   let pyodide;
   if (msg.mode === "snapshot") {
     let bytes;
     try {
-      // A snapshot that is not the build's is never restored; the cold boot
-      // (from its own checked files) composes the same commands instead.
-      bytes = await image.catch((err) => {
-        throw err instanceof IntegrityError ? new Error("snapshot content does not match its SHA-256") : err;
-      });
+      bytes = await image.bytes;
       if (bytes.length !== msg.snapshotSize) throw new Error(`snapshot is ${bytes.length} bytes, expected ${msg.snapshotSize}`);
+      // A missing or altered runtime file is reported as such (never a cold boot).
+      await present;
+      // A snapshot that is not the build's is never restored (restoring runs
+      // code over its bytes); the cold boot, from its own checked files,
+      // composes the same commands instead.
+      await image.ok.catch(() => { throw new Error("snapshot content does not match its SHA-256"); });
       pyodide = await loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: bytes,
                                    createPyodideModule: growingFactory(factory, bytes.length)});
       if (pyodide.version !== msg.pyodideVersion) throw new Error(`runtime ${pyodide.version}, snapshot made with ${msg.pyodideVersion}`);
@@ -136,9 +166,10 @@ async function boot(msg) {
       throw Object.assign(new Error(String(err.message || err)), {stage: "snapshot"});
     }
   } else {
+    await present;
     pyodide = await loadPyodide({indexURL: msg.indexURL, stdLibURL, createPyodideModule: growingFactory(factory, 0)});
     self.postMessage({type: "progress", text: "Python runtime ready; loading the composer…"});
-    installSitePython(pyodide, await image);
+    installSitePython(pyodide, await image.bytes);
   }
   const tRuntime = performance.now() - t0;
   const [recipeText, catalogText] = await data;

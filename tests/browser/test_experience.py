@@ -212,13 +212,15 @@ def test_compose_error_keeps_the_page_true_to_its_command(page, server):
     assert_matches_cli(page)
 
 
-@pytest.mark.parametrize("blocked", [["pyodide.asm.wasm"], ["python_stdlib.zip"], ["snapshot-", "python-"]])
+@pytest.mark.parametrize("blocked", [["pyodide.asm.wasm"], ["stdlib-"], ["snapshot-", "python-"],
+                                     ["snapshot-", "python_stdlib.zip"]])
 def test_runtime_file_missing_fails_fast_and_keeps_the_default(page, server, blocked):
-    # Without the snapshot the worker boots cold; without the composer's zip too, it gives up.
+    # Without the snapshot the worker boots cold (with Pyodide's whole standard
+    # library); without the composer's zip or that library too, it gives up.
     for name in blocked:
         page.route(f"**/runtime/**/{name}*", lambda route: route.fulfill(status=404, body="gone"))
         page.route(f"**/runtime/{name}*", lambda route: route.fulfill(status=404, body="gone"))
-    page.goto(f"{server}{K3}?hardware=h200")
+    page.goto(f"{server}{K3}?hardware=h200&strategy=multi_node_dep&nodes=3")  # not rendered ahead: Python at once
     page.wait_for_function("() => document.getElementById('runtime-status').dataset.state === 'failed'", timeout=30_000)
     assert "could not load" in page.inner_text("#runtime-status")
     state = page_state(page, wait=False)
