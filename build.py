@@ -549,13 +549,14 @@ def prerender_views(tmp: Path, rid: str, recipe_text: str, catalog_text: str, ct
     default (the options' own queries, in page order). Each view is
     ``composer.render.page_json`` (the worker's own function: the same bytes)
     written to ``data/views/<rid>/<sha256[:16]>.json``. Returns the page's
-    index ``{"views": {path: sha256}, "links": {query text: path}}``: a
-    query is listed under every text that asks for it (the query the build
-    composed, the plan's ``url`` and ``share_url``)."""
+    index ``{"views": {path: sha256}, "links": {query text: path}}``: a view
+    is listed under the query the build composed and under its plan's
+    ``url`` when the worker answers that with the same bytes."""
     from composer import render
 
     variant = "default" if "default" in ctx.recipe.variants else next(iter(ctx.recipe.variants))
-    asks = [""] + [f"hardware={hw}" for hw in ctx.listed_hardware if not ctx.hardware_block_reason(hw, variant)]
+    asks = [default_view["share_url"].removeprefix("?")]
+    asks += [f"hardware={hw}" for hw in ctx.listed_hardware if not ctx.hardware_block_reason(hw, variant)]
     if neighbours:
         clicks = [o["query"] for items in default_view["options"].values() for o in items
                   if not o["disabled"] and not o["selected"]]
@@ -564,7 +565,7 @@ def prerender_views(tmp: Path, rid: str, recipe_text: str, catalog_text: str, ct
     links: dict[str, str] = {}
     folder = tmp / "data" / "views" / rid
     folder.mkdir(parents=True, exist_ok=True)
-    for ask in dict.fromkeys(asks):
+    for ask in dict.fromkeys(a for a in asks if a):
         text = render.page_json(recipe_text, catalog_text, ask)
         data = text.encode()
         digest = sha256_hex(data)
@@ -572,10 +573,12 @@ def prerender_views(tmp: Path, rid: str, recipe_text: str, catalog_text: str, ct
         if path not in views:
             (tmp / path).write_bytes(data)
             views[path] = digest
-        view_plan = json.loads(text)["plan"]
-        for key in (ask, view_plan["url"].removeprefix("?"), view_plan["share_url"].removeprefix("?")):
-            if key:  # the bare page is its own pre-rendered view
-                links.setdefault(key, path)
+        links.setdefault(ask, path)
+        # The address the page shows for it (its plan's url) asks for the same
+        # view only if the worker would answer it with the same bytes.
+        url = json.loads(text)["plan"]["url"].removeprefix("?")
+        if url and url not in links and render.page_json(recipe_text, catalog_text, url) == text:
+            links[url] = path
     return {"views": views, "links": links}
 
 
