@@ -145,14 +145,14 @@ async function boot(msg) {
   // Pyodide 314 runs in module workers only (classic workers are refused).
   const [{loadPyodide}, factory] = await Promise.all([importVerified(msg.indexURL + "pyodide.mjs"),
                                                       importVerified(msg.indexURL + "pyodide.asm.mjs").then((m) => m.default)]);
+  // A missing or altered runtime file is reported as such (never a cold boot).
+  await present;
   let pyodide;
   if (msg.mode === "snapshot") {
     let bytes;
     try {
       bytes = await image.bytes;
       if (bytes.length !== msg.snapshotSize) throw new Error(`snapshot is ${bytes.length} bytes, expected ${msg.snapshotSize}`);
-      // A missing or altered runtime file is reported as such (never a cold boot).
-      await present;
       // A snapshot that is not the build's is never restored (restoring runs
       // code over its bytes); the cold boot, from its own checked files,
       // composes the same commands instead.
@@ -166,7 +166,6 @@ async function boot(msg) {
       throw Object.assign(new Error(String(err.message || err)), {stage: "snapshot"});
     }
   } else {
-    await present;
     pyodide = await loadPyodide({indexURL: msg.indexURL, stdLibURL, createPyodideModule: growingFactory(factory, 0)});
     self.postMessage({type: "progress", text: "Python runtime ready; loading the composer…"});
     installSitePython(pyodide, await image.bytes);

@@ -188,16 +188,28 @@ def test_focus_shows_what_a_choice_would_switch(page, server):
     assert "Also changes" in hint and "Multi-node TP" in hint
 
 
-def test_compose_error_keeps_the_page_true_to_its_command(page, server):
+def test_compose_error_keeps_the_page_true_to_its_command(page, server, site_dir):
+    import hashlib
     import json as _json
 
-    def broken(route):
+    def altered() -> str:
         # A recipe whose Hopper block cannot be parsed: every H100/H200 plan fails.
-        data = _json.loads(route.fetch().text())
+        data = _json.loads((site_dir / "data" / "moonshotai" / "Kimi-K3.json").read_text())
         data["recipe"]["hardware_overrides"]["hopper"]["extra_args"] = ["--moe-backend", "marlin", "stray"]
-        route.fulfill(body=_json.dumps(data), content_type="application/json")
+        return _json.dumps(data)
+
+    def broken(route):
+        route.fulfill(body=altered(), content_type="application/json")
+
+    def with_hash_of_broken(route) -> str:
+        html = route.fetch().text()
+        good = hashlib.sha256((site_dir / "data" / "moonshotai" / "Kimi-K3.json").read_bytes()).hexdigest()
+        return html.replace(good, hashlib.sha256(altered().encode()).hexdigest())
 
     page.route("**/data/moonshotai/Kimi-K3.json*", broken)
+    # As a build of that recipe would: the page lists the file's own hash (else
+    # the page refuses the altered file before composing anything).
+    page.route(f"**{K3}", lambda route: route.fulfill(body=with_hash_of_broken(route), content_type="text/html"))
     page.goto(server + K3)
     wait_ready(page)
     before = page_state(page)
