@@ -5,8 +5,14 @@
 * compose time of one plan: median and p95 over many Kimi K3 selections;
 * the share of ready plans of a seeded sample of the corpus selection space
   that break a vLLM start-up rule (``launch_bench``; target 0);
-* site size: total bytes;
-* with ``--browser`` (``make bench``), in headless Chromium over http://127.0.0.1:
+* site size: total bytes, and each runtime file raw, gzip and Brotli;
+* with ``--browser`` (``make bench``), in headless Chromium over http://127.0.0.1,
+  first the figures of issue 22, each printed with its target and ratio: a
+  bare visit and an embed before any interaction (bytes, runtime requests),
+  a deep link's first visit (bytes; time to its command, and that time ÷ a
+  stock Pyodide cold boot to a first ``runPython`` on the same server in the
+  same run), 60 random clicks back to back (p95 to plan and to controls), the
+  first interaction on a bare page to its plan; then
   deep link → its own command on screen, cold and warm cache, for five links
   (P/D, DEP, TP+PP, features+Advanced, AMD), on the snapshot path and on the
   fallback path (snapshot blocked); click → plan p50/p95 (measured in the
@@ -70,6 +76,27 @@ def k3_queries(n: int, seed: int = 7) -> list[str]:
         q["kv_offload"] = rng.choice(["off", "simple", "lmcache"])
         out.append("&".join(f"{k}={v}" for k, v in q.items()))
     return out
+
+
+def controls_times(n: int) -> list[float]:
+    """Seconds for the page's controls of one plan (``controls_json``, what the
+    worker computes after each click), over random Kimi K3 selections."""
+    import json
+
+    from composer import render
+    from composer.buildtime.validate import dump
+
+    build.install_browser_templates()
+    rid = "moonshotai/Kimi-K3"
+    recipe_text = json.dumps({"id": rid, "recipe": dump(load_recipe(ROOT / "recipes", rid))}, separators=(",", ":"))
+    catalog_text = json.dumps(dump(load_catalog(ROOT / "recipes")), separators=(",", ":"))
+    render.controls_json(recipe_text, catalog_text, "")
+    times = []
+    for q in k3_queries(n, seed=5):
+        t = time.perf_counter()
+        render.controls_json(recipe_text, catalog_text, q)
+        times.append(time.perf_counter() - t)
+    return times
 
 
 def compose_times(n: int) -> list[float]:
@@ -210,7 +237,134 @@ def second_page_time(browser, base: str, runs: int) -> list[float]:
     return out
 
 
-def browser_figures(site: Path, runs: int) -> None:
+RUNTIME_PARTS = ("/runtime/", "/data/", "composer-worker.js", "boot-python.mjs")
+"""Requests that belong to the runtime (worker, Pyodide, snapshot, composer zip, data)."""
+PRERENDERED_LINK = "moonshotai/Kimi-K3/?hardware=h200"
+PYTHON_LINK = DEEP_LINKS[0]  # P/D: no view rendered ahead, the page boots Python at once
+STOCK_PAGE = """<!doctype html><meta charset="utf-8"><title>stock Pyodide</title><body><script type="module">
+const t0 = performance.now();
+const index = new URL("INDEX", location.href).href;
+const {loadPyodide} = await import(index + "pyodide.mjs");
+const py = await loadPyodide({indexURL: index});
+document.body.dataset.result = String(py.runPython("6 * 7"));
+document.body.dataset.ms = String(performance.now() - t0);
+</script>"""
+
+
+def report(what: str, value: float, target: float, unit: str, ref: str = "") -> None:
+    """One figure with its target and value/target (≤ 1 holds), and a same-run reference."""
+    ok = "holds" if value <= target else "MISSES"
+    ratio = f"ratio {value / target:.2f}, " if target else ""
+    print(f"  {what}: {value:,.2f} {unit} (target ≤ {target:,.2f} {unit}; {ratio}{ok})" + (f"; {ref}" if ref else ""))
+
+
+def _sizes(files: list[Path]) -> tuple[int, int]:
+    files = [f / "index.html" if f.is_dir() else f for f in files]
+    return sum(f.stat().st_size for f in files), sum(len(gzip.compress(f.read_bytes(), 6)) for f in files)
+
+
+def until_interaction(browser, url: str, served: list, window_s: float, embed: bool) -> tuple[int, int, int]:
+    """(requests, bytes gzip, runtime requests) a visit makes in its first
+    ``window_s`` seconds without any interaction (an embed: in an iframe)."""
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    seen: list[str] = []
+    page.on("request", lambda r: seen.append(r.url))
+    if embed:
+        page.goto(url.split("/moonshotai/")[0] + "/index.html")
+        served.clear()
+        seen.clear()
+        page.evaluate("(src) => { const f = document.createElement('iframe'); f.src = src; document.body.appendChild(f); }",
+                      url + ("&" if "?" in url else "?") + "embed=1")
+    else:
+        served.clear()
+        page.goto(url)
+    # What was fetched up to the last moment the page had not asked for the
+    # runtime yet (a top-level page asks once idle: that is not before interaction).
+    before_served, before_seen = list(served), list(seen)
+    end = time.perf_counter() + window_s
+    while time.perf_counter() < end:
+        booted = [f for f in page.frames
+                  if f.evaluate("document.getElementById('app') && document.getElementById('app').dataset.bootReason")]
+        if booted:
+            print(f"  (the page asked for the runtime once idle: {booted[0].url}; counted until then)")
+            break
+        before_served, before_seen = list(served), list(seen)
+        page.wait_for_timeout(50)
+    ctx.close()
+    files = [Path(f) for f in before_served]
+    _, gz = _sizes(files)
+    runtime = [u for u in before_seen if any(p in u for p in RUNTIME_PARTS)]
+    return len(files), gz, len(runtime)
+
+
+def stock_boot(browser, base: str, site: Path, runs: int) -> list[float]:
+    """Seconds from navigation to a stock Pyodide's first runPython result
+    (loadPyodide of the site's own Pyodide files, no snapshot, nothing of
+    ours), each in a fresh context (an empty cache): the same-run reference."""
+    index = next((site / "runtime").glob("pyodide-*/")).relative_to(site).as_posix() + "/"
+    (site / "_bench").mkdir(exist_ok=True)
+    (site / "_bench" / "stock.html").write_text(STOCK_PAGE.replace("INDEX", "../" + index))
+    out = []
+    for _ in range(runs):
+        ctx = browser.new_context()
+        page = ctx.new_page()
+        t = time.perf_counter()
+        page.goto(base + "_bench/stock.html")
+        page.wait_for_function("() => document.body.dataset.result === '42'", timeout=120_000, polling=5)
+        out.append(time.perf_counter() - t)
+        ctx.close()
+    return out
+
+
+def link_first_visit(browser, base: str, link: str, served: list, runs: int) -> tuple[list[float], int, int, int]:
+    """Seconds from navigation to the link's own command on screen in a fresh
+    context, and what the first of those visits transferred: (times, requests,
+    bytes gzip, runtime requests)."""
+    times, first = [], None
+    for i in range(runs):
+        ctx = browser.new_context()
+        page = ctx.new_page()
+        seen: list[str] = []
+        page.on("request", lambda r, seen=seen: seen.append(r.url))
+        served.clear()
+        t = time.perf_counter()
+        page.goto(base + link)
+        page.wait_for_function(SHOWN, timeout=120_000, polling=5)
+        times.append(time.perf_counter() - t)
+        if i == 0:
+            page.wait_for_timeout(300)
+            files = [Path(f) for f in served]
+            first = (len(files), _sizes(files)[1], len([u for u in seen if any(p in u for p in RUNTIME_PARTS) and "/data/views/" not in u]))
+        ctx.close()
+    assert first is not None
+    return times, *first
+
+
+SHOWN = """() => { const a = document.getElementById('app');
+  return (a.dataset.ready === 'true' || a.dataset.shown === 'prerendered') && a.dataset.busy !== 'true'
+    && a.dataset.query === location.search.replace(/^\\?/, ''); }"""
+
+
+def first_interaction(browser, base: str, runs: int) -> list[float]:
+    """Milliseconds from the first click on a bare page (before it loaded
+    anything of the runtime) to that click's plan on screen, measured in the page."""
+    out = []
+    for _ in range(runs):
+        ctx = browser.new_context()
+        page = ctx.new_page()
+        page.goto(base + "moonshotai/Kimi-K3/")
+        page.wait_for_function("() => document.getElementById('app').dataset.started === 'true' || document.readyState === 'complete'")
+        page.locator('#controls input[name="hardware"][value="h200"]').click()
+        page.wait_for_function("() => document.getElementById('app').dataset.clickMs", timeout=120_000, polling=5)
+        out.append(float(page.get_attribute("#app", "data-click-ms")))
+        ctx.close()
+    return out
+
+
+def browser_figures(site: Path, runs: int, extended: bool = True) -> None:
+    """The issue-22 figures, each with its target and ratio, then the older
+    per-link figures (``extended``)."""
     from playwright.sync_api import sync_playwright
 
     served: list = []
@@ -218,21 +372,52 @@ def browser_figures(site: Path, runs: int) -> None:
     med = statistics.median
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium", args=ARGS)
-        for fallback in (False, True):
-            cold, warm, modes = deep_link_times(b, base, runs, fallback)
-            what = "fallback (snapshot blocked, cold boot)" if fallback else "snapshot"
-            print(f"browser, deep link → its command, {what} [{modes}], {len(DEEP_LINKS)} links × {runs} runs: "
-                  f"cold median {med(cold):.2f} s (p95 {pct(cold, .95):.2f}), warm median {med(warm):.2f} s (p95 {pct(warm, .95):.2f})")
-        for think in (1.0, 0.0):
-            clicks, controls = click_times(b, base, 60, think)
-            print(f"browser, click → plan on screen (60 random clicks, {think:g} s between clicks): p50 {pct(clicks, .5):.0f} ms, "
+        print("browser figures (targets of issue 22; ratio = value / target, ≤ 1 holds):")
+        for embed, window in ((False, 1.5), (True, 4.0)):
+            n, gz, rt = until_interaction(b, base + "moonshotai/Kimi-K3/", served, window, embed)
+            what = f"{'embed' if embed else 'bare visit'}, first {window:g} s without interaction"
+            report(f"{what}: transferred", gz / 1e6, 0.5, "MB gzip", f"{n} requests")
+            report(f"{what}: runtime requests", rt, 0, "", "")
+        stock = stock_boot(b, base, site, runs)
+        times, n, gz, rt = link_first_visit(b, base, PYTHON_LINK, served, runs)
+        report("deep link needing Python, first visit: transferred", gz / 1e6, 10, "MB gzip", f"{n} requests, {rt} runtime")
+        report("deep link needing Python, first visit: right command (median)", med(times), 1.5, "s",
+               f"stock Pyodide cold boot to a first runPython, same server and run: median {med(stock):.2f} s")
+        report("deep link needing Python ÷ stock Pyodide cold boot", med(times) / med(stock), 0.3, "×")
+        times, n, gz, rt = link_first_visit(b, base, PRERENDERED_LINK, served, runs)
+        report("deep link rendered ahead, first visit: transferred", gz / 1e6, 10, "MB gzip", f"{n} requests, {rt} runtime")
+        report("deep link rendered ahead: right command (median)", med(times), 1.5, "s")
+        clicks, controls = click_times(b, base, 60, 0.0)
+        report("60 random clicks back to back: click → plan p95", pct(clicks, .95), 50, "ms", f"p50 {pct(clicks, .5):.0f} ms")
+        report("60 random clicks back to back: click → controls settled p95", pct(controls, .95), 120, "ms",
+               f"p50 {pct(controls, .5):.0f} ms")
+        first = first_interaction(b, base, runs)
+        report("first interaction on a bare page → its plan (median)", med(first) / 1000, 1.5, "s",
+               f"max {max(first) / 1000:.2f} s")
+        if extended:
+            for fallback in (False, True):
+                cold, warm, modes = deep_link_times(b, base, max(1, runs // 2), fallback)
+                what = "fallback (snapshot blocked, cold boot)" if fallback else "snapshot"
+                print(f"browser, deep link → its command, {what} [{modes}], {len(DEEP_LINKS)} links: "
+                      f"cold median {med(cold):.2f} s (p95 {pct(cold, .95):.2f}), warm median {med(warm):.2f} s (p95 {pct(warm, .95):.2f})")
+            clicks, controls = click_times(b, base, 60, 1.0)
+            print(f"browser, click → plan on screen (60 random clicks, 1 s between clicks): p50 {pct(clicks, .5):.0f} ms, "
                   f"p95 {pct(clicks, .95):.0f} ms; → controls too: p50 {pct(controls, .5):.0f} ms, p95 {pct(controls, .95):.0f} ms")
-        raw, gz, n = transfer(b, base + DEEP_LINKS[0], served)
-        print(f"browser, first visit of a deep link: {n} requests, {raw:,} bytes raw, {gz:,} bytes gzip")
-        second = second_page_time(b, base, runs)
-        print(f"browser, second recipe page in the same tab: median {med(second):.2f} s")
+            second = second_page_time(b, base, runs)
+            print(f"browser, second recipe page in the same tab: median {med(second):.2f} s")
         b.close()
     httpd.shutdown()
+
+
+def runtime_bytes(site: Path) -> None:
+    """What the runtime files weigh raw, gzip and Brotli (the build's pre-compressed copies)."""
+    for f in sorted((site / "runtime").rglob("*")):
+        if f.is_file() and f.suffix not in (".gz", ".br"):
+            gz = f.with_name(f.name + ".gz")
+            br = f.with_name(f.name + ".br")
+            print(f"  {f.relative_to(site)}: {f.stat().st_size:,} raw"
+                  + (f", {gz.stat().st_size:,} gzip" if gz.exists() else "")
+                  + (f", {br.stat().st_size:,} br" if br.exists() else ""))
 
 
 def main() -> None:
@@ -242,7 +427,17 @@ def main() -> None:
     ap.add_argument("--launch-plans", type=int, default=1000, help="sampled corpus plans for the launch-rule share")
     ap.add_argument("--browser", action="store_true", help="also measure the page in headless Chromium")
     ap.add_argument("--browser-runs", type=int, default=5, help="runs per deep link and path (medians are printed)")
+    ap.add_argument("--site", type=Path, default=None,
+                    help="measure this already built site in the browser only (e.g. one built from another commit)")
+    ap.add_argument("--brief", action="store_true", help="only the issue-22 browser figures")
     args = ap.parse_args()
+    if args.site is not None:
+        with tempfile.TemporaryDirectory() as tmp:  # a copy: the stock page is added to it
+            site = Path(tmp) / "site"
+            shutil.copytree(args.site, site, symlinks=True)
+            runtime_bytes(site)
+            browser_figures(site, args.browser_runs, extended=not args.brief)
+        return
     if CORPUS.exists():
         print(f"build, public corpus ({len(list((CORPUS / 'models').glob('*/*.yaml')))} recipes): {timed_build(CORPUS, args.runs):.2f} s (best of {args.runs})")
     print(f"build, our recipes/ ({len(list((ROOT / 'recipes/models').glob('*/*.yaml')))} recipes): {timed_build(ROOT / 'recipes', args.runs):.2f} s")
@@ -251,6 +446,9 @@ def main() -> None:
     times = sorted(compose_times(args.plans))
     print(f"compose one plan (Kimi K3, {args.plans} random selections, CPython): median {statistics.median(times) * 1000:.1f} ms, "
           f"p95 {times[int(0.95 * len(times))] * 1000:.1f} ms")
+    ctl = sorted(controls_times(min(args.plans, 200)))
+    print(f"page controls of one plan (Kimi K3, {len(ctl)} random selections, CPython, composer.render.controls_json): "
+          f"median {statistics.median(ctl) * 1000:.1f} ms, p95 {ctl[int(0.95 * len(ctl))] * 1000:.1f} ms")
     if CORPUS.exists():
         import launch_bench
 
@@ -258,10 +456,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         site = Path(tmp) / "site"
         build.build(ROOT / "recipes", site)
-        total = sum(f.stat().st_size for f in site.rglob("*") if f.is_file())
-        print(f"site size (our recipes/): {total:,} bytes")
+        total = sum(f.stat().st_size for f in site.rglob("*") if f.is_file() and f.suffix not in (".gz", ".br"))
+        print(f"site size (our recipes/): {total:,} bytes (without the .gz/.br copies)")
+        runtime_bytes(site)
         if args.browser:
-            browser_figures(site, args.browser_runs)
+            browser_figures(site, args.browser_runs, extended=not args.brief)
 
 
 if __name__ == "__main__":

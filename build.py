@@ -53,6 +53,7 @@ ROOT = Path(__file__).resolve().parent
 PYODIDE_DIR = ROOT / "node_modules" / "pyodide"
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 SNAPSHOT_CACHE = ROOT / ".cache" / "snapshots"
+COMPRESS_CACHE = ROOT / ".cache" / "compressed"
 # The browser gets the composer's pure logic and the renderer; not the modules
 # that read files, validate with pydantic or parse the command line.
 BUILD_TIME_DIR = "buildtime"
@@ -167,17 +168,26 @@ def pyodide_version() -> str:
 
 def make_snapshot(python_zip: bytes) -> bytes:
     """A Pyodide memory snapshot with the site's Python imported and its
-    templates compiled (``site_src/snapshot.mjs``, run with Node). Cached in
-    ``.cache/snapshots`` by the hash of everything that goes into it."""
+    templates compiled (``site_src/snapshot.mjs``, run with Node): the bytes
+    of ``snapshot_and_modules``."""
+    return snapshot_and_modules(python_zip)[0]
+
+
+def snapshot_and_modules(python_zip: bytes) -> tuple[bytes, list[str]]:
+    """``(snapshot bytes, names in its sys.modules)``: the snapshot of
+    ``make_snapshot`` and the modules it already holds imported (what the
+    page's trimmed standard library can leave out, ``snapshot_stdlib_zip``).
+    Cached in ``.cache/snapshots`` by the hash of everything that goes into it."""
     script = ROOT / "site_src" / "snapshot.mjs"
     key = hashlib.sha256(python_zip + pyodide_version().encode() + script.read_bytes()
                          + (ROOT / "site_src" / "assets" / "boot-python.mjs").read_bytes()).hexdigest()[:24]
     cached = SNAPSHOT_CACHE / f"{key}.bin"
     digest_file = cached.with_suffix(".sha256")
-    if cached.exists() and digest_file.exists():
+    modules_file = cached.with_suffix(".modules.json")
+    if cached.exists() and digest_file.exists() and modules_file.exists():
         data = cached.read_bytes()
         if hashlib.sha256(data).hexdigest() == digest_file.read_text().strip():
-            return data  # a damaged cache entry is made again, never shipped
+            return data, json.loads(modules_file.read_text())  # a damaged cache entry is made again, never shipped
     node = shutil.which("node")
     if node is None:
         raise BuildError("node is needed to make the Pyodide memory snapshot (install Node.js 20 or newer)")
@@ -197,33 +207,199 @@ def make_snapshot(python_zip: bytes) -> bytes:
             raise BuildError(f"could not make the Pyodide memory snapshot (node exited with {res.returncode}):\n"
                              + ((text[start:] if start >= 0 else text)[-2000:] or "(no output)"))
         data = out_path.read_bytes()
+        modules = sorted(json.loads(res.stdout.strip().splitlines()[-1])["modules"])
     # Unique temporary names: concurrent builds never write into one file.
-    for path, content in ((cached, data), (digest_file, hashlib.sha256(data).hexdigest().encode())):
+    for path, content in ((cached, data), (modules_file, json.dumps(modules).encode()),
+                          (digest_file, hashlib.sha256(data).hexdigest().encode())):
         fd, tmp_name = tempfile.mkstemp(dir=SNAPSHOT_CACHE, prefix=path.name + ".")
         with os.fdopen(fd, "wb") as fh:
             fh.write(content)
         os.replace(tmp_name, path)
-    return data
+    return data, modules
+
+
+def _imports_of(source: bytes, module: str, is_package: bool) -> set[str]:
+    """Absolute names of every module ``source`` imports anywhere (top level or
+    inside a function), relative imports resolved; ``from a import b`` also
+    names ``a.b`` (it may be a submodule)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    out: set[str] = set()
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1]) if node.level <= len(parts) else ""
+                name = f"{base}.{node.module}" if node.module else base
+            else:
+                name = node.module or ""
+            if name:
+                out.add(name)
+                out.update(f"{name}.{a.name}" for a in node.names)
+    return {n for n in out if n}
+
+
+SNAPSHOT_STDLIB_ALWAYS = ("encodings.ascii", "encodings.latin_1", "encodings.utf_16", "encodings.utf_32",
+                          "encodings.utf_8_sig", "encodings.raw_unicode_escape", "encodings.charmap",
+                          "encodings.idna", "encodings.punycode")
+"""Codecs the trimmed zip keeps although no import statement names them: they
+are looked up by name at run time (``codecs.lookup``)."""
+
+
+def snapshot_stdlib_zip(snapshot_modules: list[str], python_zip: bytes) -> tuple[bytes, list[str]]:
+    """The standard library a page restoring the snapshot can still need:
+    ``(zip bytes, module names)``. Every module the shipped Python
+    (``python_zip``: composer, Jinja2, MarkupSafe) imports anywhere (a
+    function's lazy import included) that the snapshot does not hold yet
+    (``snapshot_modules``), with what those import in turn, plus
+    ``SNAPSHOT_STDLIB_ALWAYS``. The snapshot's own modules are never
+    re-imported (sys.modules is part of the restored memory), so Pyodide's
+    2.5 MB zip (``python_stdlib.zip``) is left to the cold boot; the lazy
+    imports inside the snapshot's standard-library modules (asyncio's Windows
+    loop, pydoc, …) are not followed: nothing the page calls reaches them, and
+    tests/test_pyodide.py composes 200+ pages on this zip."""
+    full = zipfile.ZipFile(PYODIDE_DIR / "python_stdlib.zip")
+    members = {}  # module name -> (zip member, is package)
+    for name in full.namelist():
+        if name.endswith("/__init__.py"):
+            members[name[: -len("/__init__.py")].replace("/", ".")] = (name, True)
+        elif name.endswith(".py"):
+            members[name[:-3].replace("/", ".")] = (name, False)
+    held = set(snapshot_modules)
+    wanted: set[str] = set()
+    todo: list[str] = []
+    with zipfile.ZipFile(io.BytesIO(python_zip)) as site:
+        for name in site.namelist():
+            if name.endswith(".py"):
+                mod = name[:-3].replace("/", ".")
+                pkg = mod.endswith(".__init__")
+                todo += _imports_of(site.read(name), mod.removesuffix(".__init__"), pkg)
+    todo += [m for m in SNAPSHOT_STDLIB_ALWAYS if m in members]
+    while todo:
+        mod = todo.pop()
+        parts = mod.split(".")
+        for i in range(1, len(parts) + 1):  # a submodule needs its packages
+            name = ".".join(parts[:i])
+            if name in members and name not in held and name not in wanted:
+                wanted.add(name)
+                todo += _imports_of(full.read(members[name][0]), name, members[name][1])
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for mod in sorted(wanted):
+            info = zipfile.ZipInfo(members[mod][0], date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, full.read(members[mod][0]))
+    return buf.getvalue(), sorted(wanted)
+
+
+def install_browser_templates() -> None:
+    """Compile the page's templates for ``composer.render.page_json`` in this
+    process (the build renders views ahead with the worker's own function)."""
+    from composer import render
+
+    render.install_templates({t: (ROOT / "site_src" / t).read_text(encoding="utf-8") for t in BROWSER_TEMPLATES})
+
+
+def sha256_hex(data: bytes) -> str:
+    """The SHA-256 of ``data`` in lower-case hex: what the page checks every
+    fetched runtime and data file against (``runtime_files`` of the page)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+COMPRESS_MIN_BYTES = 16 * 1024
+"""Files at least this big get pre-compressed ``.gz`` and ``.br`` copies next to them."""
+COMPRESSED_SUFFIXES = (".wasm", ".zip", ".bin", ".mjs", ".js", ".json", ".html", ".css")
+
+
+def write_precompressed(root: Path) -> dict[str, int]:
+    """Write ``<file>.gz`` (gzip level 9) and ``<file>.br`` (Brotli quality 11,
+    with Node's zlib: ``site_src/compress.mjs``) next to every file of ``root``
+    of at least ``COMPRESS_MIN_BYTES``, for hosts that serve a pre-compressed
+    copy (nginx ``gzip_static``/``brotli_static``, Caddy ``precompressed``).
+    Both are cached in ``.cache/compressed`` by content hash (Brotli 11 of the
+    snapshot takes tens of seconds). Returns ``{"files", "bytes", "gz_bytes",
+    "br_bytes"}``."""
+    import gzip
+
+    COMPRESS_CACHE.mkdir(parents=True, exist_ok=True)
+    out = {"files": 0, "bytes": 0, "gz_bytes": 0, "br_bytes": 0}
+    todo: list[tuple[Path, Path, Path]] = []  # (source, cache entry, destination) still to make with Brotli
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.suffix not in COMPRESSED_SUFFIXES or path.stat().st_size < COMPRESS_MIN_BYTES:
+            continue
+        data = path.read_bytes()
+        key = sha256_hex(data)[:32]
+        gz_cache = COMPRESS_CACHE / f"{key}.gz"
+        if not gz_cache.exists():
+            _atomic_write(gz_cache, gzip.compress(data, 9, mtime=0))
+        shutil.copyfile(gz_cache, path.with_name(path.name + ".gz"))
+        br_cache = COMPRESS_CACHE / f"{key}.br"
+        if br_cache.exists():
+            shutil.copyfile(br_cache, path.with_name(path.name + ".br"))
+        else:
+            todo.append((path, br_cache, path.with_name(path.name + ".br")))
+        out["files"] += 1
+        out["bytes"] += len(data)
+    node = shutil.which("node")
+    if todo and node is None:
+        raise BuildError("node is needed to write the Brotli copies of the big files (install Node.js 20 or newer)")
+    if todo:
+        with tempfile.TemporaryDirectory(dir=COMPRESS_CACHE) as tmp:
+            args = [a for i, (src, _, _) in enumerate(todo) for a in (str(src), str(Path(tmp) / f"{i}.br"))]
+            res = subprocess.run([node, str(ROOT / "site_src" / "compress.mjs"), *args], capture_output=True, text=True, timeout=600)
+            if res.returncode != 0:
+                raise BuildError(f"could not write the Brotli copies (node exited with {res.returncode}): {res.stderr[-500:]}")
+            for i, (_, cache, dst) in enumerate(todo):
+                os.replace(Path(tmp) / f"{i}.br", cache)
+                shutil.copyfile(cache, dst)
+    for path in root.rglob("*"):
+        if path.suffix == ".gz":
+            out["gz_bytes"] += path.stat().st_size
+        elif path.suffix == ".br":
+            out["br_bytes"] += path.stat().st_size
+    return out
+
+
+def _atomic_write(path: Path, content: bytes) -> None:
+    """Write ``path`` through a unique temporary name and a rename (concurrent builds share the cache)."""
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(content)
+    os.replace(tmp_name, path)
 
 
 def write_runtime(tmp: Path) -> dict:
     """Write the browser runtime into ``tmp/runtime`` under content-hashed names
     (cacheable forever: a changed file gets a new name) and return the URLs
-    and facts the page needs (relative to the site root)."""
+    and facts the page needs (relative to the site root). ``files`` maps every
+    runtime file's URL to its SHA-256: the worker checks each one before use."""
     core = hashlib.sha256(b"".join((PYODIDE_DIR / n).read_bytes() for n in PYODIDE_FILES)).hexdigest()[:12]
     pyodide_dir = tmp / "runtime" / f"pyodide-{core}"
     pyodide_dir.mkdir(parents=True)
+    files = {}
     for name in PYODIDE_FILES:
         shutil.copy2(PYODIDE_DIR / name, pyodide_dir / name)
+        files[f"runtime/pyodide-{core}/{name}"] = sha256_hex((PYODIDE_DIR / name).read_bytes())
     python_zip = site_python_zip()
-    snapshot = make_snapshot(python_zip)
-    names = {"python": f"python-{hashlib.sha256(python_zip).hexdigest()[:12]}.zip",
-             "snapshot": f"snapshot-{hashlib.sha256(snapshot).hexdigest()[:12]}.bin"}
-    (tmp / "runtime" / names["python"]).write_bytes(python_zip)
-    (tmp / "runtime" / names["snapshot"]).write_bytes(snapshot)
+    snapshot, modules = snapshot_and_modules(python_zip)
+    stdlib, _ = snapshot_stdlib_zip(modules, python_zip)
+    names = {"python": f"python-{sha256_hex(python_zip)[:12]}.zip",
+             "snapshot": f"snapshot-{sha256_hex(snapshot)[:12]}.bin",
+             "stdlib": f"stdlib-{sha256_hex(stdlib)[:12]}.zip"}
+    for key, data in (("python", python_zip), ("snapshot", snapshot), ("stdlib", stdlib)):
+        (tmp / "runtime" / names[key]).write_bytes(data)
+        files[f"runtime/{names[key]}"] = sha256_hex(data)
     return {"index": f"runtime/pyodide-{core}/", "python": f"runtime/{names['python']}",
             "snapshot": f"runtime/{names['snapshot']}", "snapshot_size": len(snapshot),
-            "snapshot_sha256": hashlib.sha256(snapshot).hexdigest(), "pyodide_version": pyodide_version()}
+            "snapshot_sha256": sha256_hex(snapshot), "pyodide_version": pyodide_version(),
+            "stdlib": f"runtime/{names['stdlib']}", "files": files}
 
 
 def api_plan(plan: dict) -> dict:
@@ -375,6 +551,54 @@ def recipe_schema() -> dict:
     return schema_of_recipes()
 
 
+PRERENDER_NEIGHBOURS = 64
+"""How many plans one click away from the recipe default the build renders
+ahead for each recipe (besides one per hardware, always): a deep link to
+one of them opens without the Python runtime. 0 turns them off."""
+
+
+def prerender_views(tmp: Path, rid: str, recipe_text: str, catalog_text: str, ctx, default_view: dict,
+                    neighbours: int = PRERENDER_NEIGHBOURS) -> dict:
+    """Render ahead the page views a deep link most likely asks for, so the
+    page shows them without booting Python: the plan of every offered
+    hardware (``?hardware=<id>``, as ``api/<rid>.json`` has it), the default's
+    pinned share link, and up to ``neighbours`` plans one click away from the
+    default (the options' own queries, in page order). Each view is
+    ``composer.render.page_json`` (the worker's own function: the same bytes)
+    written to ``data/views/<rid>/<sha256[:16]>.json``. Returns the page's
+    index ``{"views": {path: sha256}, "links": {query text: path}}``: a view
+    is listed under the query the build composed and under its plan's
+    ``url`` when the worker answers that with the same bytes."""
+    from composer import render
+
+    variant = "default" if "default" in ctx.recipe.variants else next(iter(ctx.recipe.variants))
+    asks = [default_view["share_url"].removeprefix("?")]
+    asks += [f"hardware={hw}" for hw in ctx.listed_hardware if not ctx.hardware_block_reason(hw, variant)]
+    if neighbours:
+        clicks = [o["query"] for items in default_view["options"].values() for o in items
+                  if not o["disabled"] and not o["selected"]]
+        asks += list(dict.fromkeys(clicks))[:neighbours]
+    views: dict[str, str] = {}
+    links: dict[str, str] = {}
+    folder = tmp / "data" / "views" / rid
+    folder.mkdir(parents=True, exist_ok=True)
+    for ask in dict.fromkeys(a for a in asks if a):
+        text = render.page_json(recipe_text, catalog_text, ask)
+        data = text.encode()
+        digest = sha256_hex(data)
+        path = f"data/views/{rid}/{digest[:16]}.json"
+        if path not in views:
+            (tmp / path).write_bytes(data)
+            views[path] = digest
+        links.setdefault(ask, path)
+        # The address the page shows for it (its plan's url) asks for the same
+        # view only if the worker would answer it with the same bytes.
+        url = json.loads(text)["plan"]["url"].removeprefix("?")
+        if url and url not in links and render.page_json(recipe_text, catalog_text, url) == text:
+            links[url] = path
+    return {"views": views, "links": links}
+
+
 _JOB: dict = {}
 """State shared with the page-building worker processes (set before they fork)."""
 
@@ -406,9 +630,12 @@ def _render_recipe(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
         write_public_recipe(tmp, ctx, recipe)
     prefix = "../" * (rid.count("/") + 1)
     data_url = f"{prefix}data/{rid}.json?h={_short_hash(recipe_text)}"
+    files = {**runtime["files"], f"data/{rid}.json": sha256_hex(recipe_text.encode())}
+    prerendered = prerender_views(tmp, rid, recipe_text, job["catalog_text"], ctx, plan, job["neighbours"])
     header = recipe_header(recipe, rid, f"models/{rid}.yaml", job["repo_url"], job["repo_branch"])
     html = job["env"].get_template("recipe.html").render(plan=plan, recipe=recipe, rid=rid, prefix=prefix, runtime=runtime,
                                                          plan_json=script_json(plan), data_url=data_url,
+                                                         files_json=script_json(files), prerendered_json=script_json(prerendered),
                                                          header=header, guide_html=render_guide(recipe.guide))
     (tmp / rid).mkdir(parents=True, exist_ok=True)
     (tmp / rid / "index.html").write_text(html)
@@ -416,7 +643,8 @@ def _render_recipe(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
 
 
 def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | None = None, strict: bool = False,
-          repo_url: str = DEFAULT_REPO_URL, repo_branch: str = DEFAULT_REPO_BRANCH, base_path: str = "/") -> dict:
+          repo_url: str = DEFAULT_REPO_URL, repo_branch: str = DEFAULT_REPO_BRANCH, base_path: str = "/",
+          neighbours: int = PRERENDER_NEIGHBOURS) -> dict:
     """Build the whole site into ``out``; returns ``{recipes, out, errors, warnings}``.
 
     ``warnings`` lists what vLLM's CLI would refuse or ignore in the recipes
@@ -429,6 +657,9 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     Raises RecipeLoadError (bad recipes, unless ``keep_going``;
     every problem of every recipe is listed) or BuildError (missing runtime
     pieces). Nothing is written to ``out`` unless the build completes.
+
+    ``neighbours``: how many plans one click from each default are rendered
+    ahead (``prerender_views``).
 
     ``base_path`` is the URL path the site is served under (``/`` or
     ``/<repo>/`` on GitHub Pages): ``404.html``, served at any unknown depth,
@@ -462,8 +693,11 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         (tmp / "data" / "catalog.json").write_text(catalog_text)
         (tmp / "schema" / "recipe.schema.json").write_text(json.dumps(recipe_schema(), indent=1))
         runtime["catalog"] = f"data/catalog.json?h={_short_hash(catalog_text)}"
+        runtime["files"]["data/catalog.json"] = sha256_hex(catalog_text.encode())
+        install_browser_templates()
         _JOB.update(recipes_dir=recipes_dir, paths=paths, catalog=catalog, tmp=tmp, runtime=runtime, env=env, strict=strict,
-                    repo_url=repo_url, repo_branch=repo_branch, public_ids=public_api_ids(paths))
+                    repo_url=repo_url, repo_branch=repo_branch, public_ids=public_api_ids(paths),
+                    catalog_text=catalog_text, neighbours=neighbours)
         jobs = jobs or os.cpu_count() or 1
         if jobs > 1 and len(paths) >= 8:
             with multiprocessing.get_context("fork").Pool(jobs) as pool:
@@ -493,6 +727,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         for org in sorted({e["id"].split("/")[0] for e in entries}):
             (tmp / org / "index.html").write_text(render_index([e for e in entries if e["id"].startswith(org + "/")], "../", org))
         write_redirects(tmp, env, entries, base_path)
+        write_precompressed(tmp / "runtime")
         _swap_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -590,6 +825,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep-going", action="store_true",
                     help="build the good recipes even if some are bad (bad ones are reported and left out)")
     ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per CPU)")
+    ap.add_argument("--prerender", type=int, default=PRERENDER_NEIGHBOURS, metavar="N",
+                    help="plans one click from each recipe default rendered ahead, so their deep links open without "
+                         "the Python runtime (default %(default)s; every hardware's plan is always rendered ahead)")
     ap.add_argument("--strict", action="store_true",
                     help="what vLLM's CLI would refuse or ignore, and a strategy file without a kind, is an error, "
                          "not a warning (for recipes you own)")
@@ -605,7 +843,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         summary = build(args.recipes, args.out, keep_going=args.keep_going, jobs=args.jobs, strict=args.strict,
-                        repo_url=args.repo_url, repo_branch=args.repo_branch, base_path=args.base_path)
+                        repo_url=args.repo_url, repo_branch=args.repo_branch, base_path=args.base_path,
+                        neighbours=args.prerender)
     except RecipeLoadError as exc:
         print(f"build failed: {len(exc.errors)} problem(s) in {args.recipes}:", file=sys.stderr)
         for e in exc.errors:

@@ -12,7 +12,8 @@ const indexURL = input.pyodide.endsWith("/") ? input.pyodide : input.pyodide + "
 const {loadPyodide} = await import(pathToFileURL(indexURL + "pyodide.mjs").href);
 const factory = (await import(pathToFileURL(indexURL + "pyodide.asm.mjs").href)).default;
 const bytes = new Uint8Array(readFileSync(input.snapshot));
-const pyodide = await loadPyodide({indexURL, _loadSnapshot: bytes, createPyodideModule: growingFactory(factory, bytes.length)});
+const pyodide = await loadPyodide({indexURL, stdLibURL: input.stdlib, _loadSnapshot: bytes,
+                                   createPyodideModule: growingFactory(factory, bytes.length)});
 const pageJson = pyodide.globals.get("composer").render.page_json;
 const out = input.jobs.map((j) => pageJson(j.recipe, j.catalog, j.query));
 process.stdout.write(JSON.stringify(out));

@@ -1,7 +1,8 @@
 """CPython ≡ Pyodide: the browser's composer and renderer give the same bytes.
 
 The build's memory snapshot is restored in Node exactly as the page's worker
-restores it (``tests/pyodide_pages.mjs``), and ``composer.render.page_json``
+restores it (``tests/pyodide_pages.mjs``, with the trimmed standard library
+of ``build.snapshot_stdlib_zip``), and ``composer.render.page_json``
 (the plan JSON and every rendered fragment) is compared byte for byte with the
 same call in CPython, for 200+ selections reached by clicking through the
 controls of our recipes and of the public corpus. The default page's
@@ -32,10 +33,14 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None or not (build.PYODI
 
 
 @pytest.fixture(scope="module")
-def snapshot(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("snap") / "snapshot.bin"
-    path.write_bytes(build.make_snapshot(build.site_python_zip()))
-    return path
+def snapshot(tmp_path_factory) -> tuple[Path, Path]:
+    """The build's snapshot and the trimmed standard library a page restores it with."""
+    folder = tmp_path_factory.mktemp("snap")
+    python_zip = build.site_python_zip()
+    data, modules = build.snapshot_and_modules(python_zip)
+    (folder / "snapshot.bin").write_bytes(data)
+    (folder / "stdlib.zip").write_bytes(build.snapshot_stdlib_zip(modules, python_zip)[0])
+    return folder / "snapshot.bin", folder / "stdlib.zip"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -80,7 +85,7 @@ def jobs() -> list[dict]:
 def test_pyodide_pages_equal_cpython_byte_for_byte(snapshot):
     work = jobs()
     assert len(work) >= 200
-    payload = {"pyodide": str(build.PYODIDE_DIR), "snapshot": str(snapshot),
+    payload = {"pyodide": str(build.PYODIDE_DIR), "snapshot": str(snapshot[0]), "stdlib": str(snapshot[1]),
                "jobs": [{k: j[k] for k in ("recipe", "catalog", "query")} for j in work]}
     res = subprocess.run(["node", str(ROOT / "tests" / "pyodide_pages.mjs")], input=json.dumps(payload),
                          capture_output=True, text=True, timeout=600)

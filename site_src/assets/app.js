@@ -8,6 +8,14 @@
 // shown only as a marked preview (Copy, Download and Share wait) until the
 // link's own plan is composed; a click meanwhile is applied on top of the
 // link's state, never on the default's.
+//
+// The Python runtime is fetched only when it is needed (lazyBoot): a bare
+// visit or an embed shows the pre-rendered answer and loads nothing more
+// until a control is touched (pointer, keyboard or focus) or, on a top-level
+// page, once it has been idle and visible a moment. A link whose plan the
+// build rendered ahead (#prerendered) is shown from that file; any other
+// link boots at once. Every file is checked against the SHA-256 the page was
+// built with (#runtime-files) before use; a mismatch is an error, never a plan.
 "use strict";
 
 (function () {
@@ -352,6 +360,7 @@
 
   function apply(query, push) {
     if (!viewFn) {
+      bootRuntime("interaction");
       pending = {query, push: push || (pending && pending.push) || false};
       if (statusEl.dataset.state === "failed") {
         swapBack();
@@ -380,6 +389,7 @@
     if (push && hardwareClicked) rememberHardware(plan.selection.hardware);
     hardwareClicked = false;
     app.dataset.query = plan.query;
+    app.dataset.shown = "composed";
     const url = location.pathname + withView(plan.url) + location.hash;
     if (push) history.pushState({q: plan.query}, "", url);
     else history.replaceState({q: plan.query}, "", url);
@@ -591,7 +601,9 @@
         setStatus("error", "The composer could not compose this choice (" + last + "). The command shown is unchanged.");
         document.getElementById("controls").reset();  // back to the checked state of the plan shown
       } else if (msg.type === "failed") {
-        if (msg.stage === "snapshot" && mode === "snapshot") {
+        if (msg.stage === "integrity") {
+          integrityFailed(msg.error);
+        } else if (msg.stage === "snapshot" && mode === "snapshot") {
           // The fast start failed (fetch, version or restore): boot cold.
           console.warn("snapshot:", msg.error);
           setStatus("loading", `The fast start could not be used (${msg.error}); loading the full Python runtime, a few seconds…`);
@@ -607,8 +619,8 @@
     };
     worker.postMessage({
       type: "init", mode, indexURL: abs(app.dataset.runtime), snapshotURL: abs(app.dataset.snapshot),
-      snapshotSize: Number(app.dataset.snapshotSize), snapshotSha256: app.dataset.snapshotSha256,
-      pyodideVersion: app.dataset.pyodideVersion,
+      stdlibURL: abs(app.dataset.stdlib), snapshotSize: Number(app.dataset.snapshotSize),
+      pyodideVersion: app.dataset.pyodideVersion, files: runtimeFiles(),
       pythonURL: abs(app.dataset.python), recipeURL: abs(app.dataset.bundle), catalogURL: abs(app.dataset.catalog),
     });
   }
@@ -622,18 +634,21 @@
     const next = pending || {query: planQuery(location.search), push: false};
     pending = null;
     if (pendingImport) { pendingImport = false; runImport(); }
-    if (view.compare && next.query === "" && !next.push && planQuery(location.search) === "") refreshCompare();
-    if (next.query === "" && !next.push && planQuery(location.search) === "") {
-      const remembered = rememberedQuery();
+    if (next.query === shownQuery && !next.push && planQuery(location.search) === shownQuery) {
+      if (view.compare) refreshCompare();
+      const remembered = shownQuery === "" ? rememberedQuery() : null;
       if (remembered) return apply(remembered, false);  // a bare address: the last GPU chosen on any recipe page
-      app.dataset.ready = "true";  // the pre-rendered default is this URL's plan
+      // The pre-rendered default (or a view rendered ahead) is this URL's plan:
+      // only the look-ahead of the next clicks is to do.
+      app.dataset.ready = "true";
+      worker.postMessage({type: "prime", id: seq, query: shownQuery});
       return;
     }
     apply(next.query, next.push);  // data-ready is set once its plan is shown
   }
 
   function failed(reason) {
-    if (viewFn || statusEl.dataset.state === "failed") return;
+    if (viewFn || statusEl.dataset.state === "failed" || integrityBroken) return;
     console.error(reason);
     if (worker) worker.terminate();  // a late "ready" must not bring back an unmarked default
     setStatus("failed", "The interactive composer could not load (" + reason + "). " +
@@ -748,20 +763,125 @@
     });
   }
 
-  // A runtime file that never arrives (or a wasm module that fails to
-  // compile) can leave Pyodide waiting forever: give up after a while.
-  setTimeout(() => { if (!viewFn) failed("it did not finish loading within 180 s"); }, 180_000);
+  // ----- integrity -------------------------------------------------------
+  // The SHA-256 of every runtime and data file, as the build wrote them
+  // (build.py: write_runtime, prerender_views), by absolute URL without query.
+  let integrityBroken = false;
+  function runtimeFiles() {
+    const rel = JSON.parse(document.getElementById("runtime-files").textContent);
+    const out = {};
+    for (const [path, sha] of Object.entries(rel)) out[new URL(app.dataset.prefix + path, location.href).href] = sha;
+    return out;
+  }
+  async function sha256Hex(bytes) {
+    if (!window.crypto || !crypto.subtle) throw new Error("the browser cannot check files here (serve the site over https)");
+    return [...new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
+  }
+  // A file that is not the one the page was built with: nothing is composed
+  // or shown from it. The page says so and shows no commands at all (for a
+  // link, the default under them would not be the link's answer either).
+  function integrityFailed(reason) {
+    if (integrityBroken) return;
+    integrityBroken = true;
+    console.error(reason);
+    viewFn = null;
+    pending = null;
+    if (worker) worker.terminate();
+    setStatus("failed", "This page cannot be trusted right now: " + reason + ". No command is shown. " +
+      "Reload the page; if this persists, the site was changed after it was built (tell its owner).");
+    setPreview(false);
+    output.hidden = true;
+    app.dataset.integrity = "failed";
+    for (const fs of document.querySelectorAll("#controls fieldset")) fs.disabled = true;
+  }
+
+  // ----- views the build rendered ahead ------------------------------------
+  // {views: {path: sha256}, links: {query text: path}} (build.prerender_views).
+  const prerendered = JSON.parse(document.getElementById("prerendered").textContent);
+  let shownQuery = "";  // the plan query whose plan is on screen as the answer ("" : the page's own default)
+
+  async function showPrerendered(query) {
+    const path = prerendered.links[query];
+    const started = performance.now();
+    let text;
+    try {
+      const r = await fetch(new URL(app.dataset.prefix + path, location.href).href);
+      if (!r.ok) throw new Error(`HTTP ${r.status}`);
+      const bytes = new Uint8Array(await r.arrayBuffer());
+      if (await sha256Hex(bytes) !== prerendered.views[path]) {
+        integrityFailed("the pre-rendered plan of this link does not match the file this page was built with (SHA-256)");
+        return;
+      }
+      text = new TextDecoder().decode(bytes);
+    } catch (err) {  // not there (a partial upload, a network error): compose it
+      console.warn("pre-rendered view:", err);
+      bootRuntime("link");
+      return;
+    }
+    if (viewFn || pending || integrityBroken) return;  // a choice was made meanwhile: the composer answers it
+    const next = JSON.parse(text);
+    plan = next.plan;
+    swap(next.fragments);
+    setPreview(false);
+    app.dataset.query = plan.query;
+    history.replaceState({q: plan.query}, "", location.pathname + withView(plan.url) + location.hash);
+    shownQuery = planQuery(location.search);
+    app.dataset.shown = "prerendered";
+    app.dataset.prerenderMs = (performance.now() - started).toFixed(1);
+    setStatus("idle", "");
+    armLazyBoot();
+  }
+
+  // ----- the runtime, when it is needed ------------------------------------
+  // bootReason (data-boot-reason): "link" (a link whose plan needs Python),
+  // "interaction" (a control touched), "idle" (a top-level page idle and
+  // visible IDLE_MS); until then nothing of the runtime is fetched.
+  const IDLE_MS = 2000;
+  const embedded = Boolean(view.embed) || window.top !== window;
+  function bootRuntime(reason) {
+    if (worker || integrityBroken || app.dataset.bootReason) return;
+    app.dataset.bootReason = reason;
+    if (statusEl.dataset.state === "idle") setStatus("loading", "Loading the composer in your browser…");
+    // A runtime file that never arrives (or a wasm module that fails to
+    // compile) can leave Pyodide waiting forever: give up after a while.
+    setTimeout(() => { if (!viewFn) failed("it did not finish loading within 180 s"); }, 180_000);
+    try {
+      startWorker("snapshot", null);
+    } catch (err) {
+      failed(err.message);
+    }
+  }
+  function armLazyBoot() {
+    const controls = document.getElementById("controls");
+    const touched = () => bootRuntime("interaction");
+    for (const type of ["pointerdown", "keydown", "focusin"]) controls.addEventListener(type, touched, {once: true, passive: true});
+    if (embedded) return;  // an embed a reader scrolls past costs nothing more
+    let timer = null;
+    const idle = () => (window.requestIdleCallback ? requestIdleCallback(() => bootRuntime("idle"), {timeout: 2000})
+                                                   : bootRuntime("idle"));
+    const watch = () => {
+      clearTimeout(timer);
+      if (document.visibilityState === "visible") timer = setTimeout(idle, IDLE_MS);
+    };
+    document.addEventListener("visibilitychange", watch);
+    watch();
+  }
 
   const linkQuery = planQuery(location.search);
   if (linkQuery) {
     setPreview(true);
     showQueryInControls(linkQuery);
     app.dataset.linkShown = "true";
-    setStatus("loading", "Preparing the configuration of this link…");
+    if (prerendered.links[linkQuery]) {
+      setStatus("loading", "Preparing the configuration of this link…");
+      showPrerendered(linkQuery);
+    } else {
+      setStatus("loading", "Preparing the configuration of this link…");
+      bootRuntime("link");
+    }
+  } else {
+    setStatus("idle", "");
+    armLazyBoot();
   }
-  try {
-    startWorker("snapshot", null);
-  } catch (err) {
-    failed(err.message);
-  }
+  app.dataset.started = "true";  // this script has set the page up (tests wait for it)
 })();

@@ -17,6 +17,24 @@ composer.render.install_templates({p.name: p.read_text(encoding="utf-8") for p i
 del _t
 `;
 
+// Run by the snapshot maker only, after BOOT_PY: drop what the page never
+// needs again, so the snapshot holds less. The import caches describe the full
+// standard-library zip the build boots with; the page restores the snapshot
+// with a trimmed one (build.snapshot_stdlib_zip), so their offsets must not be
+// kept (zipimport reads the new zip's directory at its first import).
+export const DROP_PY = `
+import sys, gc, zipimport, importlib, linecache, re
+zipimport._zip_directory_cache.clear()
+sys.path_importer_cache.clear()
+importlib.invalidate_caches()
+linecache.clearcache()
+re.purge()
+gc.collect()
+`;
+
+// Names in sys.modules, as JSON (printed by the snapshot maker for the build).
+export const MODULES_PY = "import json, sys; json.dumps(sorted(sys.modules))";
+
 export function installSitePython(pyodide, zipBytes) {
   pyodide.unpackArchive(zipBytes, "zip", {extractDir: HOME});
   pyodide.runPython(BOOT_PY);

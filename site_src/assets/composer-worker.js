@@ -3,10 +3,13 @@
 // compiled templates already imported: ~0.5 s), or, when the page asks for it
 // after a failed restore, boot Python cold and import everything (~5 s).
 // Protocol. The page sends {type:"init", mode:"snapshot"|"cold", indexURL,
-// snapshotURL, snapshotSize, snapshotSha256, pyodideVersion, pythonURL,
-// recipeURL, catalogURL}, then {type:"view", id, query} per choice. The worker
-// replies {type:"progress", text} while booting, then {type:"ready", mode, ms,
-// timings} or {type:"failed", stage:"snapshot"|"runtime", error}; per view
+// snapshotURL, stdlibURL, snapshotSize, pyodideVersion, pythonURL, recipeURL,
+// catalogURL, files} (files: absolute URL → SHA-256 of every file the worker
+// may fetch), then {type:"view", id, query} per choice, or {type:"prime", id,
+// query} for a page already showing query's plan (only the look-ahead runs).
+// The worker replies {type:"progress", text} while booting, then {type:"ready",
+// mode, ms, timings} or {type:"failed", stage:"snapshot"|"runtime"|"integrity",
+// error} (integrity: a file does not match its hash); per view
 // request, in two parts, {type:"plan", id, view, ms} (view: JSON {plan,
 // fragments} without the controls, composer.render.plan_json) and then
 // {type:"controls", id, view, ms} (JSON {fragments:{controls}, next},
@@ -28,7 +31,13 @@ function remember(query, plan) {
   ahead.set(query, plan);
 }
 
+// The look-ahead starts once the page has been idle AHEAD_IDLE_MS after its
+// controls: a plan composed ahead cannot be interrupted, so clicks fired back
+// to back would otherwise wait for one (up to a plan's time) before their own.
+const AHEAD_IDLE_MS = 150;
+
 async function composeAhead(id, queries) {
+  await new Promise((resolve) => setTimeout(resolve, AHEAD_IDLE_MS));
   for (const q of queries) {
     await new Promise((resolve) => setTimeout(resolve, 0));  // a click always goes first
     if (id !== latest) return;
@@ -37,56 +46,129 @@ async function composeAhead(id, queries) {
   }
 }
 
+// ----- integrity: every file this worker uses is checked against the SHA-256
+// the page was built with (init's `files`: absolute URL without its query →
+// hex digest) before it is used; a file not listed there is never fetched.
+// Pyodide's own fetches (its lock file, wasm module and standard library) go
+// through the same check: `fetch` is replaced in this worker.
+let files = new Map();
+const checked = new Map();  // URL without query → Promise of its verified bytes
+const plainFetch = self.fetch.bind(self);
+
+class IntegrityError extends Error {}
+
+function bare(url) {
+  const u = new URL(url, self.location.href);
+  return u.origin + u.pathname;
+}
+function hex(buffer) {
+  return [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+// {bytes, ok} of a file: its body, and the check of that body against its
+// hash, kept apart so that work that executes nothing (compiling the wasm
+// module, copying the snapshot in) can overlap the hashing.
+function fetched(url, what) {
+  const key = bare(url);
+  if (!checked.has(key)) {
+    const expected = files.get(key);
+    const name = what || key.split("/").pop();
+    const bytes = (async () => {
+      if (!expected) throw new IntegrityError(`${what || key} is not a file this page was built with`);
+      if (!self.crypto || !crypto.subtle) throw new IntegrityError("the browser cannot check files here (serve the site over https)");
+      const r = await plainFetch(url);
+      if (!r.ok) throw new Error(`${name}: HTTP ${r.status}`);
+      return new Uint8Array(await r.arrayBuffer());
+    })();
+    const ok = bytes.then(async (b) => {
+      if (hex(await crypto.subtle.digest("SHA-256", b)) !== expected) {
+        throw new IntegrityError(`${name} does not match the file this page was built with (SHA-256)`);
+      }
+    });
+    bytes.catch(() => {});  // reported where they are awaited
+    ok.catch(() => {});
+    checked.set(key, {bytes, ok});
+  }
+  return checked.get(key);
+}
+async function verified(url, what) {
+  const f = fetched(url, what);
+  const bytes = await f.bytes;
+  await f.ok;
+  return bytes;
+}
+self.fetch = async (input, init) => {
+  const url = input instanceof Request ? input.url : String(input);
+  if (bare(url).endsWith(".wasm")) {
+    // Compiled while it is hashed: the stream ends only once the hash matches,
+    // so the module is never instantiated (nothing of it runs) before that.
+    const f = fetched(url);
+    const bytes = await f.bytes;
+    const body = new ReadableStream({start(c) {
+      c.enqueue(bytes);
+      f.ok.then(() => c.close(), (err) => c.error(err));
+    }});
+    return new Response(body, {status: 200, headers: {"Content-Type": "application/wasm"}});
+  }
+  const bytes = await verified(url);
+  const type = url.endsWith(".json") ? "application/json" : "application/octet-stream";
+  return new Response(bytes, {status: 200, headers: {"Content-Type": type}});
+};
+// A JavaScript module of the runtime, imported from its checked bytes.
+async function importVerified(url) {
+  const bytes = await verified(url);
+  const blob = URL.createObjectURL(new Blob([bytes], {type: "text/javascript"}));
+  try {
+    return await import(blob);
+  } finally {
+    URL.revokeObjectURL(blob);
+  }
+}
+
 async function get(url, what, kind) {
-  const r = await fetch(url);
-  if (!r.ok) throw new Error(`${what}: HTTP ${r.status}`);
-  return kind === "bytes" ? new Uint8Array(await r.arrayBuffer()) : r.text();
+  const bytes = await verified(url, what);
+  return kind === "bytes" ? bytes : new TextDecoder().decode(bytes);
 }
 
 async function boot(msg) {
   const t0 = performance.now();
+  files = new Map(Object.entries(msg.files || {}));
   const data = Promise.all([get(msg.recipeURL, "recipe data"), get(msg.catalogURL, "catalogue")]);
   data.catch(() => {});  // reported when awaited below
-  const image = msg.mode === "snapshot" ? get(msg.snapshotURL, "snapshot", "bytes") : get(msg.pythonURL, "composer", "bytes");
-  image.catch(() => {});
-  // Pyodide does not always reject when its wasm module or stdlib cannot be
-  // fetched: check them first (alongside the other fetches) so a failure is
-  // reported at once.
-  const present = Promise.all(["pyodide.asm.wasm", "python_stdlib.zip"].map(async (name) => {
-    const r = await fetch(msg.indexURL + name, {method: "HEAD"});
-    if (!r.ok) throw new Error(`${name}: HTTP ${r.status}`);
-  }));
+  const image = msg.mode === "snapshot" ? fetched(msg.snapshotURL, "snapshot") : {bytes: get(msg.pythonURL, "composer", "bytes")};
+  image.bytes.catch(() => {});
+  // Everything Pyodide will ask for is fetched and checked now, alongside the
+  // rest, so a missing or altered file is reported at once.
+  const stdLibURL = msg.mode === "snapshot" ? msg.stdlibURL : msg.indexURL + "python_stdlib.zip";
+  const present = Promise.all([fetched(msg.indexURL + "pyodide.asm.wasm").ok, verified(stdLibURL),
+                               verified(msg.indexURL + "pyodide-lock.json")]);
   present.catch(() => {});
   // Pyodide 314 runs in module workers only (classic workers are refused).
-  const {loadPyodide} = await import(msg.indexURL + "pyodide.mjs");
+  const [{loadPyodide}, factory] = await Promise.all([importVerified(msg.indexURL + "pyodide.mjs"),
+                                                      importVerified(msg.indexURL + "pyodide.asm.mjs").then((m) => m.default)]);
+  // A missing or altered runtime file is reported as such (never a cold boot).
   await present;
   let pyodide;
   if (msg.mode === "snapshot") {
-    let bytes, hashed;
+    let bytes;
     try {
-      bytes = await image;
+      bytes = await image.bytes;
       if (bytes.length !== msg.snapshotSize) throw new Error(`snapshot is ${bytes.length} bytes, expected ${msg.snapshotSize}`);
-      // A damaged snapshot of the right size would compose wrong commands: its
-      // hash is checked before Python is used. digest() copies the bytes at
-      // once, so it runs while the runtime restores instead of before it.
-      hashed = crypto.subtle.digest("SHA-256", bytes).then((d) => {
-        const hex = [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
-        if (hex !== msg.snapshotSha256) throw new Error("snapshot content does not match its SHA-256");
-      });
-      hashed.catch(() => {});  // reported when awaited below
-      const factory = (await import(msg.indexURL + "pyodide.asm.mjs")).default;
-      pyodide = await loadPyodide({indexURL: msg.indexURL, _loadSnapshot: bytes,
+      // A snapshot that is not the build's is never restored (restoring runs
+      // code over its bytes); the cold boot, from its own checked files,
+      // composes the same commands instead.
+      await image.ok.catch(() => { throw new Error("snapshot content does not match its SHA-256"); });
+      pyodide = await loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: bytes,
                                    createPyodideModule: growingFactory(factory, bytes.length)});
-      await hashed;
       if (pyodide.version !== msg.pyodideVersion) throw new Error(`runtime ${pyodide.version}, snapshot made with ${msg.pyodideVersion}`);
       pyodide.runPython("import composer.render\nassert composer.render._BROWSER is not None");
     } catch (err) {
+      if (err instanceof IntegrityError) throw err;
       throw Object.assign(new Error(String(err.message || err)), {stage: "snapshot"});
     }
   } else {
-    pyodide = await loadPyodide({indexURL: msg.indexURL});
+    pyodide = await loadPyodide({indexURL: msg.indexURL, stdLibURL, createPyodideModule: growingFactory(factory, 0)});
     self.postMessage({type: "progress", text: "Python runtime ready; loading the composer…"});
-    installSitePython(pyodide, await image);
+    installSitePython(pyodide, await image.bytes);
   }
   const tRuntime = performance.now() - t0;
   const [recipeText, catalogText] = await data;
@@ -120,9 +202,20 @@ self.onmessage = async (ev) => {
   if (msg.type === "import" || msg.type === "compare") return tool(msg);
   if (msg.type === "init") {
     ready = boot(msg).catch((err) => {
-      self.postMessage({type: "failed", stage: err.stage || "runtime", error: String((err && err.message) || err)});
+      // An altered file is never worked around (no cold boot instead): the page shows the error.
+      const stage = err instanceof IntegrityError ? "integrity" : err.stage || "runtime";
+      self.postMessage({type: "failed", stage, error: String((err && err.message) || err)});
       throw err;
     });
+    return;
+  }
+  if (msg.type === "prime") {  // the page shows this query already (pre-rendered): only look ahead
+    latest = msg.id;
+    try { await ready; } catch (err) { return; }
+    if (msg.id !== latest) return;
+    try {
+      composeAhead(msg.id, JSON.parse(controlsJson(msg.query)).next || []);
+    } catch (err) { /* a look-ahead that fails changes nothing on screen */ }
     return;
   }
   if (msg.type === "view") {

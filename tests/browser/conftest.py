@@ -70,7 +70,12 @@ def server(site_dir):
 
 
 def wait_ready(page, timeout=90_000):
-    """Wait until the composer has loaded in the page (or failed to)."""
+    """Wait until the composer has loaded in the page (or failed to). The page
+    loads it only when needed (a link that needs Python, a control touched, a
+    top-level page idle a moment): a pointer press on the controls asks now."""
+    page.wait_for_function("() => document.getElementById('app') !== null && document.getElementById('app').dataset.started === 'true'")
+    if page.get_attribute("#app", "data-boot-reason") is None:
+        page.dispatch_event("#controls", "pointerdown")
     page.wait_for_function(  # a function, not an expression: the page's CSP forbids eval
         "() => (document.getElementById('app').dataset.ready === 'true' && document.getElementById('app').dataset.busy !== 'true') || "
         "document.getElementById('runtime-status').dataset.state === 'failed'", timeout=timeout)

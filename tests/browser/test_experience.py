@@ -93,7 +93,7 @@ def test_embed_mode_reports_height_and_honours_theme(page, server):
     }""", f"{server}{K3}?embed=1&theme=dark&hardware=h200")
     page.wait_for_function("() => window.heights.length > 0 && window.heights[window.heights.length - 1] > 400", timeout=90_000)
     frame = page.frame_locator("iframe")
-    frame.locator("#app[data-ready=true]").wait_for(timeout=90_000)
+    frame.locator("#app[data-shown]").wait_for(timeout=90_000)  # rendered ahead: no runtime needed
     assert frame.locator("header.site").is_hidden()
     inner = page.frames[1]
     assert inner.evaluate("document.documentElement.dataset.theme") == "dark"
@@ -188,16 +188,28 @@ def test_focus_shows_what_a_choice_would_switch(page, server):
     assert "Also changes" in hint and "Multi-node TP" in hint
 
 
-def test_compose_error_keeps_the_page_true_to_its_command(page, server):
+def test_compose_error_keeps_the_page_true_to_its_command(page, server, site_dir):
+    import hashlib
     import json as _json
 
-    def broken(route):
+    def altered() -> str:
         # A recipe whose Hopper block cannot be parsed: every H100/H200 plan fails.
-        data = _json.loads(route.fetch().text())
+        data = _json.loads((site_dir / "data" / "moonshotai" / "Kimi-K3.json").read_text())
         data["recipe"]["hardware_overrides"]["hopper"]["extra_args"] = ["--moe-backend", "marlin", "stray"]
-        route.fulfill(body=_json.dumps(data), content_type="application/json")
+        return _json.dumps(data)
+
+    def broken(route):
+        route.fulfill(body=altered(), content_type="application/json")
+
+    def with_hash_of_broken(route) -> str:
+        html = route.fetch().text()
+        good = hashlib.sha256((site_dir / "data" / "moonshotai" / "Kimi-K3.json").read_bytes()).hexdigest()
+        return html.replace(good, hashlib.sha256(altered().encode()).hexdigest())
 
     page.route("**/data/moonshotai/Kimi-K3.json*", broken)
+    # As a build of that recipe would: the page lists the file's own hash (else
+    # the page refuses the altered file before composing anything).
+    page.route(f"**{K3}", lambda route: route.fulfill(body=with_hash_of_broken(route), content_type="text/html"))
     page.goto(server + K3)
     wait_ready(page)
     before = page_state(page)
@@ -212,13 +224,15 @@ def test_compose_error_keeps_the_page_true_to_its_command(page, server):
     assert_matches_cli(page)
 
 
-@pytest.mark.parametrize("blocked", [["pyodide.asm.wasm"], ["python_stdlib.zip"], ["snapshot-", "python-"]])
+@pytest.mark.parametrize("blocked", [["pyodide.asm.wasm"], ["stdlib-"], ["snapshot-", "python-"],
+                                     ["snapshot-", "python_stdlib.zip"]])
 def test_runtime_file_missing_fails_fast_and_keeps_the_default(page, server, blocked):
-    # Without the snapshot the worker boots cold; without the composer's zip too, it gives up.
+    # Without the snapshot the worker boots cold (with Pyodide's whole standard
+    # library); without the composer's zip or that library too, it gives up.
     for name in blocked:
         page.route(f"**/runtime/**/{name}*", lambda route: route.fulfill(status=404, body="gone"))
         page.route(f"**/runtime/{name}*", lambda route: route.fulfill(status=404, body="gone"))
-    page.goto(f"{server}{K3}?hardware=h200")
+    page.goto(f"{server}{K3}?hardware=h200&strategy=multi_node_dep&nodes=3")  # not rendered ahead: Python at once
     page.wait_for_function("() => document.getElementById('runtime-status').dataset.state === 'failed'", timeout=30_000)
     assert "could not load" in page.inner_text("#runtime-status")
     state = page_state(page, wait=False)

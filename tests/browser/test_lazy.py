@@ -1,0 +1,148 @@
+"""The runtime only when it is needed, and only files the page was built with
+(issues 22 and 23.2). Behaviour, never time: what a visit fetches before and
+after the first interaction, what a deep link shows on its way, and that an
+altered file ends in an error instead of a plan.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.browser.conftest import wait_ready
+from tests.browser.test_page import K3, cli_plan, page_state, settle
+
+pytestmark = pytest.mark.browser
+
+RUNTIME = ("/runtime/", "/data/", "composer-worker.js", "boot-python.mjs")
+"""What belongs to the runtime: the worker, Pyodide, the snapshot, the
+composer's zip and every data file (recipe, catalogue, views rendered ahead)."""
+
+
+def recorder(page) -> list[str]:
+    seen: list[str] = []
+    page.on("request", lambda r: seen.append(r.url))
+    return seen
+
+
+def runtime_requests(urls: list[str]) -> list[str]:
+    return [u for u in urls if any(part in u for part in RUNTIME)]
+
+
+def test_bare_visit_fetches_no_runtime_until_a_control_is_touched(page, server):
+    seen = recorder(page)
+    page.goto(server + K3)
+    page.wait_for_function("() => document.getElementById('app').dataset.started === 'true'")
+    page.wait_for_timeout(300)
+    if page.get_attribute("#app", "data-boot-reason") is None:  # not yet idle long enough to load it ahead
+        assert runtime_requests(seen) == []
+    # The first interaction loads the runtime; the click's plan is the CLI's.
+    page.locator('#controls label.opt:has(input[name="hardware"][value="h200"])').click()
+    wait_ready(page)
+    settle(page)
+    assert page.get_attribute("#app", "data-boot-reason") in ("interaction", "idle")
+    assert any("/runtime/snapshot-" in u for u in seen)
+    state = page_state(page)
+    assert "hardware=h200" in state["query"]
+    assert state["argvs"] == [c["argv"] for c in (cli_plan(state["query"])["commands"])]
+
+
+def test_top_level_page_loads_the_runtime_once_idle(page, server):
+    seen = recorder(page)
+    page.goto(server + K3)
+    page.wait_for_function("() => document.getElementById('app').dataset.bootReason === 'idle'", timeout=30_000)
+    wait_ready(page)
+    assert runtime_requests(seen)
+
+
+def test_embed_fetches_no_runtime_before_interaction_even_when_idle(page, server):
+    seen = recorder(page)
+    page.goto(server + "/index.html")
+    page.evaluate("""(src) => { const f = document.createElement('iframe'); f.src = src; f.style.width = '900px';
+                                f.style.height = '900px'; document.body.appendChild(f); }""", f"{server}{K3}?embed=1")
+    frame = page.frame_locator("iframe")
+    frame.locator("#app[data-started=true]").wait_for(timeout=30_000)
+    page.wait_for_timeout(3500)  # longer than a top-level page's idle wait
+    inner = page.frames[1]
+    assert inner.get_attribute("#app", "data-boot-reason") is None
+    assert runtime_requests(seen) == []
+    inner.dispatch_event("#controls", "pointerdown")  # a reader touches it
+    frame.locator("#app[data-ready=true]").wait_for(timeout=90_000)
+    assert inner.get_attribute("#app", "data-boot-reason") == "interaction"
+    assert runtime_requests(seen)
+
+
+@pytest.mark.parametrize("query", ["hardware=h200", "hardware=mi355x"])
+def test_prerendered_deep_link_shows_the_cli_argv_without_the_runtime(page, server, query):
+    seen = recorder(page)
+    page.goto(f"{server}{K3}?{query}")
+    page.wait_for_function("() => document.getElementById('app').dataset.shown === 'prerendered'")
+    assert runtime_requests([u for u in seen if "/data/views/" not in u]) == []
+    assert not page.locator("#preview-banner").is_visible()
+    state = page_state(page, wait=False)
+    plan = cli_plan(query)
+    assert state["query"] == plan["url"].lstrip("?")
+    assert state["argvs"] == [c["argv"] for c in plan["commands"]]
+    assert state["selected"]["hardware"] == [plan["selection"]["hardware"]]
+    # The runtime comes with the first interaction and keeps the same plan.
+    wait_ready(page)
+    assert page_state(page)["argvs"] == state["argvs"]
+
+
+def test_deep_link_that_needs_python_never_shows_another_plan(page, server):
+    held = []
+    page.route("**/runtime/snapshot-*.bin", lambda route: held.append(route))
+    query = "hardware=gb200&strategy=pd_cluster&install=docker"
+    page.goto(f"{server}{K3}?{query}")
+    page.wait_for_function("() => document.getElementById('app').dataset.bootReason === 'link'")
+    while not held:
+        page.wait_for_timeout(50)
+    # While Python loads: a marked preview, the banner says so, nothing to copy.
+    assert page.locator("#preview-banner").is_visible()
+    assert page.evaluate("document.documentElement.classList.contains('link-preview')")
+    assert page.locator("#share").is_disabled()
+    assert page.get_attribute("#app", "data-shown") is None
+    for route in held:
+        route.continue_()
+    page.unroute("**/runtime/snapshot-*.bin")
+    wait_ready(page)
+    settle(page)
+    state = page_state(page)
+    assert not page.locator("#preview-banner").is_visible()
+    assert state["argvs"] == [c["argv"] for c in cli_plan(state["query"])["commands"]]
+
+
+def assert_integrity_error(page) -> None:
+    page.wait_for_function("() => document.getElementById('app').dataset.integrity === 'failed'", timeout=90_000)
+    assert page.get_attribute("#runtime-status", "data-state") == "failed"
+    assert "does not match" in page.inner_text("#runtime-status")
+    assert page.locator("#output").is_hidden()  # no command is offered
+    assert page.get_attribute("#app", "data-ready") is None
+
+
+def test_a_swapped_data_file_is_an_error_never_a_plan(page, server, site_dir):
+    other = (site_dir / "data" / "meta-llama" / "Llama-3.3-70B-Instruct.json").read_text()
+    llama = json.loads(other)
+    llama["id"] = "moonshotai/Kimi-K3"  # a plausible file: only its hash tells
+    page.route("**/data/moonshotai/Kimi-K3.json*", lambda route: route.fulfill(
+        status=200, body=json.dumps(llama, separators=(",", ":")), content_type="application/json"))
+    page.goto(f"{server}{K3}?hardware=h200&strategy=multi_node_dep&nodes=3")
+    assert_integrity_error(page)
+
+
+def test_a_swapped_composer_zip_is_an_error_never_a_plan(page, server, site_dir):
+    page.route("**/runtime/snapshot-*.bin", lambda route: route.fulfill(status=404, body="gone"))  # the cold boot uses the zip
+    data = bytearray(next((site_dir / "runtime").glob("python-*.zip")).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    page.route("**/runtime/python-*.zip", lambda route: route.fulfill(status=200, body=bytes(data)))
+    page.goto(f"{server}{K3}?hardware=h200&strategy=multi_node_dep&nodes=3")
+    assert_integrity_error(page)
+
+
+def test_a_swapped_view_rendered_ahead_is_an_error_never_a_plan(page, server, site_dir):
+    views = (site_dir / "data" / "views" / "moonshotai" / "Kimi-K3").glob("*.json")
+    other = next(v.read_bytes() for v in views if json.loads(v.read_bytes())["plan"]["selection"]["hardware"] != "mi355x")
+    page.route("**/data/views/**", lambda route: route.fulfill(status=200, body=other, content_type="application/json"))
+    page.goto(f"{server}{K3}?hardware=mi355x")
+    assert_integrity_error(page)

@@ -1,0 +1,94 @@
+"""What the build ships for the page's runtime (issues 22.2 and 23.2): every
+fetched file's SHA-256 in the page, the trimmed standard library of the
+snapshot path, the views rendered ahead, the pre-compressed copies."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import re
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import build
+from composer import render
+from composer.buildtime.loader import load_catalog
+from tests.test_pyodide import documents
+
+ROOT = Path(__file__).resolve().parent.parent
+K3 = "moonshotai/Kimi-K3"
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None or not (build.PYODIDE_DIR / "pyodide.mjs").exists(),
+                                reason="needs node and npm's pyodide (make test installs both)")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("rt") / "site"
+    build.build(ROOT / "recipes", out)
+    return out
+
+
+def page_json_block(html: str, element_id: str) -> dict:
+    return json.loads(re.search(rf'<script type="application/json" id="{element_id}">(.*?)</script>', html, re.S).group(1))
+
+
+def test_every_file_the_page_fetches_is_listed_with_its_sha256(site):
+    html = (site / K3 / "index.html").read_text()
+    files = page_json_block(html, "runtime-files")
+    for path, digest in files.items():
+        assert hashlib.sha256((site / path).read_bytes()).hexdigest() == digest, path
+    # ... and every runtime or data URL the page names is one of them.
+    app = re.search(r'<main id="app"[^>]*>', html).group(0)
+    named = {u.split("?")[0].removeprefix("../../") for u in re.findall(r'data-(?:bundle|catalog|python|snapshot|stdlib)="([^"]+)"', app)}
+    assert named <= set(files)
+    index = re.search(r'data-runtime="../../([^"]+)"', app).group(1)
+    assert {index + n for n in build.PYODIDE_FILES} <= set(files)
+    assert {p.relative_to(site).as_posix() for p in (site / "runtime").rglob("*")
+            if p.is_file() and p.suffix not in (".gz", ".br")} <= set(files)
+
+
+def test_views_rendered_ahead_are_the_workers_own_answers(site):
+    html = (site / K3 / "index.html").read_text()
+    pre = page_json_block(html, "prerendered")
+    recipe_text, catalog_text, ctx = documents(ROOT / "recipes", K3, load_catalog(ROOT / "recipes"))
+    build.install_browser_templates()
+    assert {f"hardware={h}" for h in ctx.listed_hardware if not ctx.hardware_block_reason(h, "default")} <= set(pre["links"])
+    assert len(pre["views"]) > len(ctx.listed_hardware)  # one-click neighbours too
+    for query, path in pre["links"].items():
+        data = (site / path).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == pre["views"][path]
+        assert data.decode() == render.page_json(recipe_text, catalog_text, query), query
+
+
+def test_snapshot_stdlib_holds_what_the_snapshot_lacks(site):
+    python_zip = build.site_python_zip()
+    data, modules = build.snapshot_and_modules(python_zip)
+    trimmed, names = build.snapshot_stdlib_zip(modules, python_zip)
+    assert not set(names) & set(modules)  # never what the restored memory already holds
+    assert "encodings.idna" in names  # looked up by name, kept on purpose
+    full = zipfile.ZipFile(build.PYODIDE_DIR / "python_stdlib.zip")
+    assert len(trimmed) < full.fp.seek(0, 2) / 5
+    shipped = next((site / "runtime").glob("stdlib-*.zip"))
+    assert shipped.read_bytes() == trimmed
+    member = zipfile.ZipFile(io.BytesIO(trimmed)).namelist()[0]
+    assert zipfile.ZipFile(io.BytesIO(trimmed)).read(member) == full.read(member)
+
+
+def test_big_runtime_files_have_gzip_and_brotli_copies_of_the_same_bytes(site):
+    big = [p for p in (site / "runtime").rglob("*") if p.is_file() and p.suffix not in (".gz", ".br")
+           and p.stat().st_size >= build.COMPRESS_MIN_BYTES]
+    assert any(p.name.startswith("snapshot-") for p in big) and any(p.name == "pyodide.asm.wasm" for p in big)
+    for p in big:
+        assert gzip.decompress(p.with_name(p.name + ".gz").read_bytes()) == p.read_bytes(), p
+    # Brotli: decoded with Node's zlib (the build's own encoder is Node's too).
+    check = ("const z=require('node:zlib'),fs=require('node:fs');for(const f of process.argv.slice(1))"
+             "{if(!z.brotliDecompressSync(fs.readFileSync(f+'.br')).equals(fs.readFileSync(f)))throw new Error(f)}")
+    res = subprocess.run(["node", "-e", check, *map(str, big)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-500:]
