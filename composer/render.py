@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 
+from composer.cache import MODULE_BOUNDS
 from jinja2 import BaseLoader, DictLoader, Environment, StrictUndefined, select_autoescape
 
 FRAGMENTS = ("controls", "summary", "notices", "capacity", "placeholders", "commands", "extras", "checkpoint")
@@ -30,7 +31,7 @@ def environment(loader: BaseLoader) -> Environment:
     """The Jinja2 environment of the site: HTML autoescaped, undefined names an
     error, block tags trimmed."""
     return Environment(loader=loader, autoescape=select_autoescape(["html"]), undefined=StrictUndefined,
-                       trim_blocks=True, lstrip_blocks=True)
+                       trim_blocks=True, lstrip_blocks=True, cache_size=MODULE_BOUNDS["jinja-templates"])
 
 
 class PageRenderer:
