@@ -13,6 +13,7 @@ from composer import forms  # imported here, not lazily: the browser's memory sn
 from composer import run_forms as run
 from composer import vllm_cli
 from composer.argv import ArgvError, Entry, Source, flag_value
+from composer.positions import check
 from composer.canonical import canonical_request, pinned_request
 from composer.context import RecipeContext
 from composer.help import flag_help
@@ -200,6 +201,9 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
     _vllm_notices(entries, env_b.values(), notices)
     _scheduler_notices(entries, f"The {spec.pool} pool" if spec.pool else "The deployment", notices)
     model = ctx.model_id(sel.variant, sel.task)
+    problem = check(model, "positional")  # the schema's MODEL_ID already refuses these; never a command
+    if problem:
+        raise ArgvError(f"the model id of variant {sel.variant!r}: {problem}")
     argv = ["vllm", "serve", model] + argv_b.tokens()
     env = env_b.values()
     flags, envs = _provenance(entries, env_b)

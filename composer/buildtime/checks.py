@@ -80,8 +80,7 @@ def check_recipe(recipes_dir: Path, rid: str, path: Path, catalog: Catalog, stri
     # Unknown keys first: a misspelt key (compatible_strategy) is the cause of the
     # reference errors its absence brings (default_strategy … not offered).
     level = "error" if strict else "warning"
-    problems = [RecipeError(rel, key, message, "error" if missing else level)
-                for key, message, missing in unknown_keys_found(data)]
+    problems = [RecipeError(rel, key, message, level) for key, message, _ in unknown_keys_found(data)]
     problems += check_references(rid, recipe, catalog, recipes_dir, strict)
     if any(p.level == "error" for p in problems):
         return None, problems

@@ -358,8 +358,8 @@ def unknown_keys_found(data) -> list[tuple[str, str, bool]]:
     """``unknown_keys`` with, for each, whether it is a misspelling of a key
     the data then lacks (``compatible_strategy`` where ``compatible_strategies``
     is absent): ``(key path, message, missing)``. A missing key changes what
-    the recipe means (no strategies offered), so the checks report it as an
-    error, before the reference checks that its absence breaks."""
+    the recipe means (no strategies offered): the checks report it first,
+    before the reference checks that its absence breaks, saying so."""
     out = []
     for key, message in unknown_keys(data):
         near = message.partition("(did you mean ")[2].rstrip("?)")
