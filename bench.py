@@ -6,6 +6,9 @@
 * the share of ready plans of a seeded sample of the corpus selection space
   that break a vLLM start-up rule (``launch_bench``; target 0);
 * site size: total bytes, and each runtime file raw, gzip and Brotli;
+* soak: RSS (CPython) and the WebAssembly heap (Pyodide, the snapshot restored
+  in Node) after 1,000 and 10,000 page plans of random click walks in one
+  process (``soak``, ``pyodide_soak``), with p99 and worst compose time;
 * with ``--browser`` (``make bench``), in headless Chromium over http://127.0.0.1,
   first the figures of issue 22, each printed with its target and ratio: a
   bare visit and an embed before any interaction (bytes, runtime requests),
@@ -420,6 +423,108 @@ def runtime_bytes(site: Path) -> None:
                   + (f", {br.stat().st_size:,} br" if br.exists() else ""))
 
 
+def rss_mb() -> float:
+    """Resident set size of this process in MB (Linux ``/proc/self/status``
+    VmRSS; elsewhere the peak from ``resource``)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def soak(checkpoints: tuple[int, ...] = (1000, 10000), seed: int = 23) -> list[tuple[int, float, float, float]]:
+    """Compose ``max(checkpoints)`` page plans in one process as random click
+    walks (Kimi K3 and the public corpus; a walk restarts on another recipe
+    every 25 clicks; a fifth of the clicks carry a never-seen value, e.g.
+    ``nodes=<n>`` or an unknown hardware id, so every cache keeps meeting new
+    keys). Returns ``(plans, RSS MB, p99 ms, worst ms)`` at each checkpoint:
+    with every cache bounded (``composer.cache``), RSS after warm-up stays flat."""
+    from composer.api import compose_page
+
+    rng = random.Random(seed)
+    recipes = [(ROOT / "recipes", "moonshotai/Kimi-K3")]
+    if CORPUS.exists():
+        recipes += [(CORPUS, f"{p.parent.name}/{p.stem}") for p in sorted((CORPUS / "models").glob("*/*.yaml"))]
+    catalogs: dict = {}
+    contexts: dict = {}
+
+    def ctx_of(root: Path, rid: str):
+        if rid not in contexts:
+            try:
+                cat = catalogs.setdefault(root, load_catalog(root))
+                contexts[rid] = make_context(rid, load_recipe(root, rid), cat)
+            except Exception:  # a corpus recipe our checks refuse: not part of the soak
+                contexts[rid] = None
+        return contexts[rid]
+
+    out, times, query, ctx = [], [], "", None
+    for i in range(1, max(checkpoints) + 1):
+        if ctx is None or i % 25 == 1:
+            root, rid = recipes[0] if rng.random() < 0.3 else rng.choice(recipes)
+            ctx, query = ctx_of(root, rid), ""
+            if ctx is None:
+                ctx = ctx_of(*recipes[0])
+        if rng.random() < 0.2:
+            query = rng.choice([f"nodes={rng.randint(1, 64)}", f"hardware=hw{rng.randint(0, 10 ** 9)}",
+                                f"instances={rng.randint(1, 9)}&strategy=s{rng.randint(0, 10 ** 6)}"])
+        t = time.perf_counter()
+        page = compose_page(ctx, query)
+        times.append(time.perf_counter() - t)
+        opts = [o["query"] for items in page["options"].values() for o in items if not o.get("disabled")]
+        query = rng.choice(opts) if opts else ""
+        if i in checkpoints:
+            ordered = sorted(times)
+            out.append((i, rss_mb(), ordered[int(0.99 * (len(ordered) - 1))] * 1000, ordered[-1] * 1000))
+    return out
+
+
+def pyodide_soak(checkpoints: tuple[int, ...], seed: int = 23) -> list[tuple[int, int, float, float]]:
+    """The soak inside Pyodide: the build's memory snapshot restored in Node as
+    the page's worker restores it (``tests/pyodide_soak.mjs``), page plans
+    composed from the build's JSON documents (Kimi K3 and the corpus). Returns
+    ``(plans, WebAssembly heap bytes, p99 ms, worst ms)`` per checkpoint (the
+    heap only grows: it is the high-water mark); ``[]`` without Node."""
+    import json
+    import subprocess
+
+    from composer.buildtime.loader import recipe_paths
+    from composer.buildtime.validate import dump
+
+    if shutil.which("node") is None or not (build.PYODIDE_DIR / "pyodide.mjs").exists():
+        print("soak, Pyodide heap: not measured (needs node and npm's pyodide)")
+        return []
+    docs = []
+    for root in (ROOT / "recipes", CORPUS):
+        if not root.exists():
+            continue
+        catalog = load_catalog(root)
+        catalog_text = json.dumps(dump(catalog), separators=(",", ":"))
+        ids = ["moonshotai/Kimi-K3"] if root == ROOT / "recipes" else list(recipe_paths(root))
+        for rid in ids:
+            try:
+                recipe = load_recipe(root, rid)
+            except Exception:  # refused by the checks: not on the site
+                continue
+            docs.append({"recipe": json.dumps({"id": rid, "recipe": dump(recipe)}, separators=(",", ":")),
+                         "catalog": catalog_text})
+    with tempfile.TemporaryDirectory() as tmp:
+        snap = Path(tmp) / "snapshot.bin"
+        snap.write_bytes(build.make_snapshot(build.site_python_zip()))
+        payload = {"pyodide": str(build.PYODIDE_DIR), "snapshot": str(snap), "docs": docs,
+                   "checkpoints": list(checkpoints), "seed": seed}
+        res = subprocess.run(["node", str(ROOT / "tests" / "pyodide_soak.mjs")], input=json.dumps(payload),
+                             capture_output=True, text=True, timeout=24 * 3600)
+    if res.returncode != 0:
+        print("soak, Pyodide heap: failed: " + "\n".join(ln for ln in res.stderr.splitlines() if len(ln) < 500)[-1500:])
+        return []
+    return [(r["plans"], r["heap_bytes"], r["p99_ms"], r["worst_ms"]) for r in json.loads(res.stdout)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -437,6 +542,21 @@ def main() -> None:
             shutil.copytree(args.site, site, symlinks=True)
             runtime_bytes(site)
             browser_figures(site, args.browser_runs, extended=not args.brief)
+
+
+    ap.add_argument("--soak", type=int, nargs="*", default=[1000, 10000],
+                    help="plans composed in one process; RSS is printed after each count (default 1000 10000)")
+    ap.add_argument("--soak-only", action="store_true", help="only the soak figures")
+    args = ap.parse_args()
+    if args.soak:
+        print(f"soak start: RSS {rss_mb():.0f} MB (CPython)")
+        for n, rss, p99, worst in soak(tuple(args.soak)):
+            print(f"soak, {n:,} page plans of random click walks (Kimi K3 + corpus, 1/5 never-seen values): "
+                  f"RSS {rss:.0f} MB, p99 {p99:.0f} ms, worst {worst:.0f} ms (CPython)")
+        for n, heap, p99, worst in pyodide_soak(tuple(args.soak)):
+            print(f"soak, {n:,} page plans in Pyodide (the build's snapshot restored in Node, same walks): "
+                  f"WebAssembly heap {heap / 2 ** 20:.0f} MB, p99 {p99:.0f} ms, worst {worst:.0f} ms")
+    if args.soak_only:
         return
     if CORPUS.exists():
         print(f"build, public corpus ({len(list((CORPUS / 'models').glob('*/*.yaml')))} recipes): {timed_build(CORPUS, args.runs):.2f} s (best of {args.runs})")

@@ -670,6 +670,11 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         raise BuildError(f"--base-path {base_path!r} must be a URL path that starts and ends with '/', e.g. / or /recipes/")
     catalog, catalog_warnings = check_catalog(recipes_dir, strict)
     paths = recipe_paths(recipes_dir)
+    clashes = [RecipeError(f"models/{rid}.yaml", "", f"the recipe id {rid!r} {why}; the file is not built")
+               for rid in paths if (why := site_name_clash(rid))]
+    paths = {rid: p for rid, p in paths.items() if not site_name_clash(rid)}
+    if not paths and clashes:
+        raise RecipeLoadError(clashes)
     if not paths:
         raise RecipeLoadError([RecipeError("models/", "", "no recipes found (expected models/<org>/<repo>.yaml)")])
     missing = [n for n in PYODIDE_FILES + ("package.json",) if not (PYODIDE_DIR / n).is_file()]
@@ -681,7 +686,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     out.parent.mkdir(parents=True, exist_ok=True)
     lock = _lock(out.parent)
     _remove_stale_builds(out.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=out.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=out.parent))
     try:
         (tmp / SITE_MARKER).write_text("Built by build.py; this directory is replaced by the next build.\n")
         for sub in ("assets", "data", "api", "schema"):
@@ -704,7 +709,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
                 results = pool.map(_recipe_job, list(paths), chunksize=4)
         else:
             results = [_recipe_job(rid) for rid in paths]
-        errors = unsafe_recipe_files(recipes_dir) + [e for _, _, errs in results for e in errs if e.level == "error"]
+        errors = unsafe_recipe_files(recipes_dir) + clashes + [e for _, _, errs in results for e in errs if e.level == "error"]
         warnings = catalog_warnings + [e for _, _, errs in results for e in errs if e.level != "error"]
         if errors and not keep_going:
             raise RecipeLoadError(errors)
@@ -729,32 +734,196 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         write_redirects(tmp, env, entries, base_path)
         write_precompressed(tmp / "runtime")
         _swap_into_place(tmp, out)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        name = str(exc.filename or "")
+        if name.startswith(str(tmp) + os.sep):  # say the site's path, not the temporary folder's
+            raise BuildError(f"cannot write {out / os.path.relpath(name, tmp)}: {exc.strerror or exc}") from None
+        raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
         _JOB.clear()
-        lock.close()
+        os.close(lock)
     return {"recipes": len(entries), "out": str(out), "errors": errors, "warnings": warnings}
 
 
 def _lock(parent: Path):
     """An exclusive lock on ``parent/.build.lock`` for the whole build: builds
     into one folder take turns, so a ``.build-*`` folder found while holding it
-    belongs to a build that crashed."""
-    import fcntl
+    belongs to a build that crashed.
 
-    fh = open(parent / ".build.lock", "w")
-    fcntl.flock(fh, fcntl.LOCK_EX)
-    return fh
+    The lock path is opened read-only with ``O_CREAT | O_NOFOLLOW`` (a
+    symbolic link there is refused, never followed; an existing file is never
+    truncated or written: ``flock`` needs no write access) and must be a
+    regular file. Raises ``BuildError`` otherwise. Returns the open fd."""
+    import errno
+    import fcntl
+    import stat
+
+    path = parent / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise BuildError(f"{path} is a symbolic link; the build never follows one (remove it)") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise BuildError(f"{path} is not a regular file; the build never uses it as its lock (remove it)")
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+LOCK_NAME = ".build.lock"
+"""The lock next to ``--out`` (never written: only locked)."""
+TEMP_PREFIX = ".build-"
+"""Prefix of the temporary folders next to ``--out`` (``tempfile.mkdtemp``)."""
+
+
+def _ours(path: Path) -> bool:
+    """A real folder (not a link) that carries our ``SITE_MARKER`` file."""
+    return not path.is_symlink() and path.is_dir() and (path / SITE_MARKER).is_file() and not (path / SITE_MARKER).is_symlink()
 
 
 def _remove_stale_builds(parent: Path) -> None:
-    """Remove temporary folders that crashed builds left next to ``--out``
-    (only ours: they carry the site marker)."""
-    for old in parent.glob(".build-*"):
-        if old.is_dir() and (old / SITE_MARKER).exists():
+    """Remove what killed builds left next to ``--out``: temporary folders
+    ``.build-*`` that carry the site marker (a half-built site, or the old site
+    a swap exchanged out). Anything without the marker — a folder of someone
+    else's with a name like ours, a link — is left alone."""
+    for old in parent.glob(TEMP_PREFIX + "*"):
+        if _ours(old):
             shutil.rmtree(old, ignore_errors=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _normal_modes(tree: Path) -> None:
+    """Give a finished site the modes of a freshly written tree under the
+    process's umask (folders ``0o777 & ~umask``, files ``0o666 & ~umask``):
+    ``mkdtemp`` made its root ``0o700`` and ``copy2`` keeps each source's
+    mode, but a web server running as another user must read the site."""
+    mask = _umask()
+    dmode, fmode = 0o777 & ~mask, 0o666 & ~mask
+    os.chmod(tree, dmode)
+    for here, dirs, files in os.walk(tree):
+        for d in dirs:
+            if not os.path.islink(os.path.join(here, d)):
+                os.chmod(os.path.join(here, d), dmode)
+        for f in files:
+            if not os.path.islink(os.path.join(here, f)):
+                os.chmod(os.path.join(here, f), fmode)
+
+
+RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
+"""``renameat2`` flags (linux/include/uapi/linux/fs.h)."""
+_AT_FDCWD = -100
+
+
+@functools.lru_cache(maxsize=1)
+def _renameat2():
+    """glibc's ``renameat2`` (2.28+) through ctypes, or None where there is none
+    (macOS, musl before 1.2.? , non-Linux): then ``_swap_into_place`` falls back."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def _rename2(src: Path, dst: Path, flags: int) -> bool:
+    """``renameat2(src, dst, flags)``; False when the platform or file system
+    does not offer it (``ENOSYS``, ``EINVAL``: then the caller falls back);
+    raises ``OSError`` for any other failure."""
+    import ctypes
+    import errno
+
+    fn = _renameat2()
+    if fn is None:
+        return False
+    if fn(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), flags) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(dst))
+
+
+_SWAP_HOOK = None
+"""Test hook: called with the name of each step of ``_swap_into_place``
+(``exchange``, ``exchanged``, ``removed``; fallback: ``fallback-aside``,
+``fallback-placed``) so a test can kill the process there."""
+
+
+def _step(name: str) -> None:
+    if _SWAP_HOOK is not None:
+        _SWAP_HOOK(name)
+
+
+def _swap_into_place(tmp: Path, out: Path) -> None:
+    """Publish the finished site ``tmp`` at ``out`` so that ``out`` is never
+    missing: on Linux one ``renameat2(RENAME_EXCHANGE)`` swaps the two folders
+    atomically (the old site then sits under ``tmp``'s marked temporary name
+    and is removed; a kill before that leaves it for the next build's
+    ``_remove_stale_builds``); a first build uses ``RENAME_NOREPLACE``, so a
+    folder that appeared at ``out`` meanwhile is never renamed over.
+
+    Fallback where ``renameat2`` is missing (macOS, old kernels, some file
+    systems): ``out`` is renamed aside to a fresh marked temporary name and
+    ``tmp`` into place — two renames, so for that instant ``out`` is missing;
+    a kill between them leaves the old site under the marked name, removed by
+    the next build. No fixed name (``out.old``) is ever used, so nothing of
+    anyone else's is renamed over or deleted."""
+    _normal_modes(tmp)
+    if out.exists() or out.is_symlink():
+        if not _ours(out):
+            raise BuildError(f"--out {out} is not a site built by build.py (no {SITE_MARKER}); it is left as it is")
+        _step("exchange")
+        if _rename2(tmp, out, RENAME_EXCHANGE):
+            _step("exchanged")
+            shutil.rmtree(tmp, ignore_errors=True)  # the old site, under our marked temporary name
+            _step("removed")
+            return
+        aside = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=out.parent))
+        os.rmdir(aside)  # a fresh name of ours: rename needs it free (only a racing build could take it)
+        out.rename(aside)
+        _step("fallback-aside")
+        tmp.rename(out)
+        _step("fallback-placed")
+        shutil.rmtree(aside, ignore_errors=True)
+        return
+    if not _rename2(tmp, out, RENAME_NOREPLACE):
+        tmp.rename(out)
+
+
+SITE_NAMES = frozenset({"assets", "data", "api", "schema", "runtime", "index.html", "404.html", "index.json",
+                        "catalog.json", "recipe.schema.json"})
+"""Names the build writes at the site's top or inside ``data/``, ``api/`` and
+``schema/`` (``api/index.json``, ``data/catalog.json``): a recipe's org, which
+becomes a folder in each of them, must not be one (in any letter case: a
+static host may fold case)."""
+
+
+def site_name_clash(rid: str) -> str | None:
+    """Why recipe id ``rid`` (``org/repo``) would collide with a file or
+    folder of the site (its org is one of ``SITE_NAMES`` or the marker), or None."""
+    org = rid.split("/")[0]
+    if org.lower() in SITE_NAMES or org == SITE_MARKER:
+        return (f"has the org {org!r}, which names a file or folder of the site itself "
+                "(pages, data and API documents live under their org's folder)")
+    return None
 
 
 _SAFE_BASE = re.compile(r"^/(?:[A-Za-z0-9._~-]+/)*$")
@@ -780,18 +949,6 @@ def check_output_dir(out: Path, recipes_dir: Path) -> None:
 def _short_hash(text: str) -> str:
     """Cache-busting key for a served file."""
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _swap_into_place(tmp: Path, out: Path) -> None:
-    """Replace ``out`` by the finished ``tmp`` with two renames."""
-    if out.exists():
-        old = out.with_name(out.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        out.rename(old)
-        tmp.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        tmp.rename(out)
 
 
 class StaticHostHandler(http.server.SimpleHTTPRequestHandler):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from composer.cache import MODULE_BOUNDS
 from composer.context import RecipeContext
 from composer.convert import from_json
 from composer.controls import build_options, group_kinds, groups
@@ -49,7 +50,7 @@ def compose_page(ctx: RecipeContext, query: str | dict | None = None) -> dict:
             "kinds": group_kinds(ctx)}
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=MODULE_BOUNDS["api.context_from_json"])
 def context_from_json(recipe_text: str, catalog_text: str) -> RecipeContext:
     data = json.loads(recipe_text)
     return RecipeContext(data["id"], from_json(Recipe, data["recipe"]), from_json(Catalog, json.loads(catalog_text)))

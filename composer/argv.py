@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Mapping
 
 from composer import vllm_cli
+from composer.cache import MODULE_BOUNDS
 
 if TYPE_CHECKING:
     from composer.keypaths import KeyPath
@@ -30,6 +31,14 @@ _NUMBER_RE = re.compile(r"^-\d+(\.\d+)?([eE][-+]?\d+)?\Z")
 
 class ArgvError(ValueError):
     """A token list that cannot be read as flags and values (e.g. a stray positional)."""
+
+
+def _looks_like_option(value: str) -> bool:
+    """Whether a value standing alone in argv would be read as an option
+    (``composer.positions.check(value, "option")``)."""
+    from composer.positions import check
+
+    return value.startswith("-") and check(value, "option") is not None
 
 
 def is_flag_token(token: str) -> bool:
@@ -78,12 +87,19 @@ class Unit:
 
     def tokens(self) -> list[str]:
         """The argv tokens of this unit in canonical spelling (a spelling vLLM
-        does not know, ``-xyz``, as written)."""
-        if self.key.startswith("-"):
-            return [self.key] if self.value is None else [self.key, self.value]
+        does not know, ``-xyz``, as written). A value that would not fit an
+        option's value position on its own (``composer.positions``: it starts
+        with ``-`` and is no number) is attached with ``=`` (``--x=-y``), as
+        argparse reads it, so it can never become an option of its own."""
+        flag = self.key if self.key.startswith("-") else None
         if self.value is None:
+            if flag is not None:
+                return [flag]
             return ["--" + self.key if self.enabled else "--no-" + self.key]
-        return ["--" + self.key, self.value]
+        flag = flag or "--" + self.key
+        if _looks_like_option(self.value):
+            return [f"{flag}={self.value}"]
+        return [flag, self.value]
 
     def display(self) -> str:
         return " ".join(self.tokens())
@@ -101,7 +117,7 @@ def parse_tokens(tokens: Sequence[str]) -> list[Unit]:
     return list(_parse_cached(key))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=MODULE_BOUNDS["argv._parse_cached"])
 def _parse_cached(tokens: tuple) -> tuple[Unit, ...]:
     return tuple(_parse_tokens(list(tokens)))
 

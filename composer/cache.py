@@ -23,6 +23,19 @@ BOUNDS: dict[str, int] = {
 }
 """Entries per region and recipe context."""
 
+MODULE_BOUNDS: dict[str, int] = {
+    "argv._parse_cached": 4096,     # an arg list (tuple of tokens) → its units: recipe lists and their combinations
+    "vllm_cli.canonical": 4096,     # a flag spelling → (vLLM option, sense): recipe and Advanced flags
+    "api.context_from_json": 8,     # (recipe JSON, catalogue JSON) → RecipeContext: the recipes a worker shows
+    "convert._fields": 128,         # a schema dataclass → its fields (composer.schema has ~40 classes)
+    "jinja-templates": 64,          # compiled Jinja2 templates of the renderer (site_src has < 20)
+}
+"""Process-wide memos (``functools.lru_cache`` and the renderer's template
+cache) and their bounds; each ``RecipeContext`` also holds at most ``BOUNDS``
+per region, and at most ``MODULE_BOUNDS["api.context_from_json"]`` contexts
+live through the browser's memo (``tests/test_cache.py`` checks that every
+``lru_cache`` of the composer is listed here with its bound)."""
+
 
 class BoundedCache:
     """A mapping of at most ``bound`` entries, least recently used evicted

@@ -16,10 +16,12 @@ import dataclasses
 import typing
 from collections.abc import Mapping
 from functools import lru_cache
+
+from composer.cache import MODULE_BOUNDS
 from typing import Any, Union, get_args, get_origin
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=MODULE_BOUNDS["convert._fields"])
 def _fields(cls: type) -> tuple[tuple[str, Any], ...]:
     hints = typing.get_type_hints(cls)  # Annotated markers stripped
     return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))

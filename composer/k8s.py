@@ -54,6 +54,7 @@ from typing import Any, Optional, cast
 
 from composer.argv import flag_value
 from composer.outputs import Command, CompanionProcess, Manifests
+from composer.positions import PLATFORM_NAMES, POD_NAMES, SHELL_NAMES, check
 from composer.shell import PLACEHOLDER_RE, comment, quote
 from composer.yaml_text import dump_all
 
@@ -66,6 +67,9 @@ LEADER, WORKER_INDEX, POD_IP = "LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX", "POD_IP
 RESERVED_ENV = frozenset({LEADER, WORKER_INDEX, POD_IP, "LWS_GROUP_SIZE", "LWS_NAME", "LWS_WORKER_GROUP_INDEX"})
 """Env names the pods get from Kubernetes (the LWS controller, the downward
 API): a recipe that sets one would override what the manifests rely on."""
+MAX_CACHE_GI = 1 << 20
+"""Largest Hugging Face cache claim written (1 PiB): past it a weights size is
+not a model's (``vram_minimum_gb: 1e308`` would overflow ``math.ceil``)."""
 RANK_FLAGS = ("--node-rank", "--data-parallel-start-rank")
 """Flags whose value is derived from the node rank (``composer.parallel.node_units``)."""
 LABEL = "app.kubernetes.io/name"
@@ -232,21 +236,78 @@ def _wrapper(installs: list[str], times: dict[int, int]) -> Optional[str]:
 
 class _Sub:
     """Placeholder → replacement for one container (replacements are already
-    in Kubernetes form: ``$(VAR)`` or plain text without ``$``)."""
+    in Kubernetes form: ``$(VAR)`` or plain text without ``$``).
 
-    def __init__(self, table: dict[str, str], form: _Form, unknown: list[str]) -> None:
-        self.table, self.form, self.unknown = table, form, unknown
+    Each ``$NAME`` of plan text is handled by what provides it, deliberately:
+
+    * the form's own table (``$HEAD_IP`` → ``$(LWS_LEADER_ADDRESS)``);
+    * a name each pod gets (``composer.positions.POD_NAMES``: ``LWS_*``,
+      ``POD_IP``, ``HF_TOKEN``) → ``$(NAME)`` of the pod's own variable, listed
+      in ``provided`` and ``unknown`` (``_env_list`` defines ``POD_IP`` and
+      ``HF_TOKEN``, the controller ``LWS_*``, which only exist in a
+      LeaderWorkerSet: ``lws``) — never shadowed by a value;
+    * a name the shell provides (``SHELL_NAMES``: ``$HOME``, ``$PATH``):
+      Kubernetes runs no shell and does not expand the image's variables, so
+      the plan cannot be expressed (``K8sError``) rather than run with ``""``;
+    * any other name is the person's to set: a ``PARAMETER`` env var
+      (``unknown``)."""
+
+    def __init__(self, table: dict[str, str], form: _Form, unknown: list[str], lws: bool = True) -> None:
+        self.table, self.form, self.unknown, self.lws = table, form, unknown, lws
+        self.provided: list[str] = []
 
     def __call__(self, text: str) -> str:
         def one(m: re.Match) -> str:
             name = m.group(0)[1:]
             if name in self.table:
                 return self.table[name]
+            if name in POD_NAMES:
+                if name.startswith("LWS_") and not self.lws:
+                    raise K8sError(f"the recipe's text uses ${name}, which only the pods of a LeaderWorkerSet get "
+                                   "(this plan runs as a single Deployment)")
+                if name not in self.provided:
+                    self.provided.append(name)
+                if name not in self.unknown:  # the container env must resolve it: _env_list defines it
+                    self.unknown.append(name)
+                return f"$({name})"
+            if name in SHELL_NAMES:
+                raise K8sError(f"the recipe's text uses ${name}, which a shell expands from its own environment; "
+                               "Kubernetes starts the container without a shell, so write the value out")
+            if check(name, "k8s-ref"):
+                raise K8sError(f"${name} cannot be a Kubernetes $(NAME) reference")
             if name not in self.unknown:
                 self.unknown.append(name)
             return f"$({name})"
 
         return PLACEHOLDER_RE.sub(one, escape(text))
+
+
+def _provided_env(names: list[str], defined: set[str]) -> list[dict]:
+    """Env entries defining the pod-provided names plan text refers to
+    (``POD_IP`` from the downward API, ``HF_TOKEN`` from the ``hf-token``
+    Secret) that ``defined`` does not define yet; ``LWS_*`` the controller sets."""
+    out: list[dict] = []
+    for name in names:
+        if name in defined:
+            continue
+        if name == POD_IP:
+            out.append({"name": POD_IP, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+        elif name == "HF_TOKEN":
+            out.append(_HF_TOKEN)
+    return out
+
+
+_HF_TOKEN = {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}}}
+
+
+def _port_of(argv, default: str) -> int:
+    """The TCP port a command serves (its ``--port``), checked for its position
+    (``composer.positions``); raises ``K8sError`` for one a manifest cannot hold."""
+    value = flag_value(list(argv), "--port") or default
+    problem = check(value, "port")
+    if problem:
+        raise K8sError(f"--port {problem}")
+    return int(value)
 
 
 def _gpu_count(lay) -> int:
@@ -263,7 +324,7 @@ def _vllm_container(form: _Form, name: str, image: str, cmd: Command, sub_args: 
     """One vLLM container: argv (with a wrapper when needed), env, the brand's
     GPU resource, ports and probes on vLLM's ``/health`` when it serves HTTP."""
     serves = "--headless" not in cmd.argv and cmd.argv[:2] == ("vllm", "serve")
-    port = int(flag_value(list(cmd.argv), "--port") or "8000")
+    port = _port_of(cmd.argv, "8000")
     script = _wrapper(installs, times)
     c: dict[str, Any] = {"name": name, "image": image}
     if script:
@@ -351,21 +412,26 @@ def _env_list(form: _Form, cmd_env: dict[str, str], sub: _Sub, with_pod_ip: bool
               ) -> tuple[list[dict], dict[int, list[str]]]:
     """The container env: the pod's IP (downward API) when referenced, the
     plan's env in order (placeholders replaced), the HF token from a Secret;
-    env vars that are parameters come first so later values can refer to them."""
+    env vars that are parameters come first so later values can refer to them.
+    A name the pod provides (``composer.positions.POD_NAMES``) is defined by
+    what provides it, never as a ``PARAMETER`` with an empty value."""
     env: list[dict] = []
     notes: dict[int, list[str]] = {}
     body: list[dict] = []
     for k, v in cmd_env.items():
         if k in fixed:
             body.append({"name": k, "value": fixed[k]})
-        elif v == f"${k}":  # the recipe leaves this variable to the person running it
+        elif v == f"${k}":  # the recipe leaves this variable to the person running it (or the pod: $HF_TOKEN)
             if k not in sub.unknown:
                 sub.unknown.append(k)
         else:
             body.append({"name": k, "value": sub(v)})
-    if with_pod_ip:
+    if with_pod_ip or POD_IP in sub.unknown:
         env.append({"name": POD_IP, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    token_early = "HF_TOKEN" in sub.unknown and "HF_TOKEN" not in cmd_env  # an env value refers to it
     for name in sub.unknown:
+        if name in POD_NAMES:
+            continue  # POD_IP above, HF_TOKEN below, LWS_* from the controller
         own = next((e for e in body if e["name"] == name), None)
         if own is not None:  # the recipe sets it: its value, early enough for $(NAME) to see it
             body.remove(own)
@@ -373,12 +439,25 @@ def _env_list(form: _Form, cmd_env: dict[str, str], sub: _Sub, with_pod_ip: bool
             continue
         notes[len(env)] = [_param_note(name)]
         env.append({"name": name, "value": form.params.get(name, "")})
+    if token_early or cmd_env.get("HF_TOKEN") == "$HF_TOKEN":
+        env.append(dict(_HF_TOKEN))
     env += body
-    if "HF_TOKEN" not in cmd_env:
+    if "HF_TOKEN" not in cmd_env and not token_early:
         notes[len(env)] = [f"{PARAM} hf-token: the Hugging Face token for gated models: "
                            "kubectl create secret generic hf-token --from-literal=token=hf_... (optional for public models)."]
-        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}}})
+        env.append(dict(_HF_TOKEN))
     return env, notes
+
+
+def _side_env(unknown: list[str], notes: dict, path: tuple) -> list[dict]:
+    """A companion container's env: a ``PARAMETER`` per name the person sets
+    (noted under ``path``), the pod-provided names by what provides them."""
+    env: list[dict] = _provided_env(unknown, set())
+    for n in unknown:
+        if n not in POD_NAMES:
+            notes[path + (len(env),)] = [_param_note(n)]
+            env.append({"name": n, "value": ""})
+    return env
 
 
 PARAM_NOTES = {
@@ -409,7 +488,7 @@ def _group_args(cmds: list[Command], table_of, form: _Form) -> tuple[list[str], 
     for i in range(1, len(first)):
         if first[i - 1] not in RANK_FLAGS:
             continue
-        ks = {int(p[i]) // c.node_rank if p[i].isdigit() and int(p[i]) % c.node_rank == 0 else None
+        ks = {int(p[i]) // c.node_rank if p[i].isascii() and p[i].isdigit() and int(p[i]) % c.node_rank == 0 else None
               for p, c in zip(per, cmds)}
         if len(ks) != 1 or None in ks or 0 in ks:
             raise K8sError(f"{first[i - 1]} is not a fixed multiple of the node rank")
@@ -437,9 +516,15 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
     steps. Raises ``K8sError`` when a plan cannot be expressed (tests hold
     every plan to it)."""
     for c in commands:
-        clash = sorted(set(c.env) & RESERVED_ENV)
+        clash = sorted(k for k in set(c.env) & (RESERVED_ENV | PLATFORM_NAMES)
+                       if not (k == "HF_TOKEN" and c.env[k] == "$HF_TOKEN"))
         if clash:
-            raise K8sError(f"the recipe sets {clash[0]}, which Kubernetes sets in each pod of the group")
+            who = "the container image or shell" if clash[0] in SHELL_NAMES else "Kubernetes (or this form) sets in each pod"
+            raise K8sError(f"the recipe sets {clash[0]}, which {who} provides")
+        for k in c.env:
+            problem = check(k, "k8s-ref")
+            if problem:
+                raise K8sError(f"environment variable {problem}")
     hw = ctx.hw(sel.hardware)
     name = ctx.recipe_id.split("/")[-1]
     file_name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{name}-{sel.hardware}") + ".yaml"
@@ -472,7 +557,10 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
         _mooncake(form, store, image, brand, fixed_env, extra_volumes, extra_mounts)
     sidecars = [c for c in companions if not c.label.startswith("Mooncake")]
 
-    cache_gi = max(10, math.ceil((weights_gb or 80) * 1e9 / 2 ** 30 * 1.25))
+    gib = (weights_gb or 80) * 1e9 / 2 ** 30 * 1.25
+    if not math.isfinite(gib) or gib > MAX_CACHE_GI:
+        raise K8sError(f"the weights ({weights_gb:g} GB) need a cache claim larger than {MAX_CACHE_GI:,} GiB")
+    cache_gi = max(10, math.ceil(gib))
     pvc_notes: dict = {}
     pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
            "metadata": form.meta(f"{base}-hf-cache", "model-cache", pvc_notes),
@@ -482,11 +570,11 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
                             f"{PARAM} cache-size: {cache_gi}Gi = the weights ({weights_gb or 'unknown'} GB) plus 25 %."]
     form.add(pvc, pvc_notes)
 
-    def sidecar_containers(notes: dict, path: tuple, start: int) -> list[dict]:
+    def sidecar_containers(notes: dict, path: tuple, start: int, lws: bool) -> list[dict]:
         out: list[dict] = []
         names = {"vllm"}
         for j, comp in enumerate(sidecars):
-            sub = _Sub({}, form, [])
+            sub = _Sub({}, form, [], lws)
             argv = [sub(t) for t in _argv_of(comp.command)]
             if not argv:
                 continue
@@ -500,9 +588,7 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
             else:
                 c.update({"command": argv[:1], "args": argv[1:]})
             if sub.unknown:
-                c["env"] = [{"name": n, "value": ""} for n in sub.unknown]
-                for k, n in enumerate(sub.unknown):
-                    notes[path + (start + len(out), "env", k)] = [_param_note(n)]
+                c["env"] = _side_env(sub.unknown, notes, path + (start + len(out), "env"))
             c["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
             notes[path + (start + len(out),)] = [f"{comment(comp.label)}: {comment(comp.description)}",
                                                  "Runs beside vLLM in the same pod (same node, reachable on localhost)."]
@@ -510,14 +596,14 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
         return out
 
     def pod_template(cmd: Command, args: list[str], times: dict, unknown: list[str], table: dict, component: str,
-                     lay, multi_node: bool, extra_labels: dict | None = None) -> tuple[dict, dict]:
+                     lay, multi_node: bool, extra_labels: dict | None = None, lws: bool = True) -> tuple[dict, dict]:
         notes: dict = {}
-        sub = _Sub(table, form, list(unknown))
+        sub = _Sub(table, form, list(unknown), lws)
         own = _own_address(cmd)
         env, env_notes = _env_list(form, dict(cmd.env), sub, bool(own), {**fixed_env, **own})
         container = _vllm_container(form, "vllm", image, cmd, args, env, env_notes, _gpu_count(lay), brand,
                                     installs, times, _mounts(extra_mounts), notes, ("spec", "containers", 0), multi_node)
-        containers = [container] + sidecar_containers(notes, ("spec", "containers"), 1)
+        containers = [container] + sidecar_containers(notes, ("spec", "containers"), 1, lws)
         spec = _pod_spec(form, containers, _volumes(form, extra_volumes, _gpu_count(lay)), notes, ("spec",), gpu_name,
                          sel.hardware, multi_node)
         labels = {LABEL: base, COMPONENT: component, **(extra_labels or {})}
@@ -644,16 +730,16 @@ def _own_address(cmd: Command) -> dict[str, str]:
     return {"VLLM_NIXL_SIDE_CHANNEL_HOST": f"$({POD_IP})"} if "VLLM_NIXL_SIDE_CHANNEL_HOST" in cmd.env else {}
 
 
-def _serve_args(cmd: Command, form: _Form, table: dict) -> tuple[list[str], list[str]]:
+def _serve_args(cmd: Command, form: _Form, table: dict, lws: bool = True) -> tuple[list[str], list[str]]:
     unknown: list[str] = []
-    sub = _Sub(table, form, unknown)
+    sub = _Sub(table, form, unknown, lws)
     return [sub(t) for t in cmd.argv], unknown
 
 
 def _deployment(form: _Form, cmd: Command, pod_template, lay) -> None:
     table = _head_table(cmd, None)
-    args, unknown = _serve_args(cmd, form, table)
-    template, tnotes = pod_template(cmd, args, {}, unknown, table, "serve", lay, False)
+    args, unknown = _serve_args(cmd, form, table, lws=False)
+    template, tnotes = pod_template(cmd, args, {}, unknown, table, "serve", lay, False, lws=False)
     notes: dict = {}
     dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": form.meta(form.base, "serve", notes),
            "spec": {"replicas": 1, "strategy": {"type": "Recreate"},
@@ -665,7 +751,7 @@ def _deployment(form: _Form, cmd: Command, pod_template, lay) -> None:
 
 
 def _port(cmd: Command) -> int:
-    return int(flag_value(list(cmd.argv), "--port") or "8000")
+    return _port_of(cmd.argv, "8000")
 
 
 def _service(form: _Form, name: str, component: str, selector: dict, port: int, note: str = "") -> None:
@@ -734,7 +820,7 @@ def _router(form: _Form, router: Command, image: str, endpoints: dict[str, str])
         argv.append(_instance_url(form, tok))
         i += 1
     script = _wrapper([x for x in [_install_line(router.install)] if x], {})
-    port = int(flag_value(a, "--port") or "30000")
+    port = _port_of(a, "30000")
     notes: dict = {}
     c: dict[str, Any] = {"name": "router", "image": image}
     if script:
@@ -851,13 +937,13 @@ def _mooncake(form: _Form, store, image, brand, fixed_env: dict, volumes: list, 
 def _companion_deployment(form: _Form, name: str, component: str, argv: list[str], image: str, install: Optional[str],
                           port: Optional[int], note: str, mount: bool = False) -> None:
     notes: dict = {}
-    sub = _Sub({}, form, [])
+    sub = _Sub({}, form, [], lws=False)
     args = [sub(t) for t in argv]
     script = _wrapper([install] if install else [], {})
     c: dict[str, Any] = {"name": component, "image": image}
     c.update({"command": ["/bin/sh", "-c", escape(script)], "args": args} if script else {"command": args[:1], "args": args[1:]})
     if sub.unknown:
-        c["env"] = [{"name": n, "value": ""} for n in sub.unknown]
+        c["env"] = _side_env(sub.unknown, notes, ("spec", "template", "spec", "containers", 0, "env"))
     if port:
         c["ports"] = [{"name": "rpc", "containerPort": port}]
         c["readinessProbe"] = {"tcpSocket": {"port": port}, "periodSeconds": 10}

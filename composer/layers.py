@@ -629,8 +629,7 @@ def owned_units(ctx: RecipeContext, fid: str) -> frozenset[Unit]:
     ``--speculative-config`` value, not the ``--max-num-seqs`` cap only its AMD
     override sets; a context-length feature does not own the base
     ``--max-model-len`` it replaces."""
-    cache = ctx.__dict__.setdefault("_owned_units", {})
-    if fid not in cache:
+    def make() -> frozenset[Unit]:
         units = None
         for _, args in _feature_every(fid, ctx.recipe.features[fid]):
             if not args:
@@ -640,8 +639,9 @@ def owned_units(ctx: RecipeContext, fid: str) -> frozenset[Unit]:
             except ValueError:
                 continue
             units = found if units is None else units & found
-        cache[fid] = frozenset(units or ())
-    return cache[fid]
+        return frozenset(units or ())
+
+    return ctx.cache("owned-units").get(fid, make)
 
 
 MNNVL_ENV = frozenset({"NCCL_MNNVL_ENABLE", "NCCL_NVLS_ENABLE", "NCCL_CUMEM_ENABLE", "UCX_NET_DEVICES"})

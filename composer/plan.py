@@ -14,6 +14,7 @@ from composer import launch
 from composer import run_forms as run
 from composer import vllm_cli
 from composer.argv import ArgvError, Entry, Source, flag_value
+from composer.positions import check
 from composer.canonical import canonical_request, pinned_request
 from composer.context import RecipeContext
 from composer.help import flag_help
@@ -118,11 +119,10 @@ def _replacement_notices(ctx: RecipeContext, entries: list[Entry], notices: Noti
                             "the command is unchanged.")
             else:
                 knob = advanced_knob(ctx, src) if dst.layer != "advanced" else None
-                data = dict(subject="advanced", old=knob, new=new_v,
-                            reason=f"{source_label(ctx, dst)}'s {flag} {new_v}") if knob else {}
                 notices.add("info", "value-replaced",
                             f"{source_label(ctx, src)} {flag} {old_v} was replaced by {source_label(ctx, dst)}'s {new_v}{where}.",
-                            **data)
+                            subject="advanced" if knob else None, old=knob, new=new_v if knob else None,
+                            reason=f"{source_label(ctx, dst)}'s {flag} {new_v}" if knob else None)
 
 
 def advanced_knob(ctx: RecipeContext, src: Source) -> str | None:
@@ -226,6 +226,9 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
         _vllm_notices(entries, env_b.values(), notices)
         _scheduler_notices(entries, f"The {spec.pool} pool" if spec.pool else "The deployment", notices)
     model = ctx.model_id(sel.variant, sel.task)
+    problem = check(model, "positional")  # the schema's MODEL_ID already refuses these; never a command
+    if problem:
+        raise ArgvError(f"the model id of variant {sel.variant!r}: {problem}")
     argv = ["vllm", "serve", model] + argv_b.tokens()
     env = env_b.values()
     if lite:

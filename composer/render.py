@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 
+from composer.cache import MODULE_BOUNDS
 from jinja2 import BaseLoader, DictLoader, Environment, StrictUndefined, select_autoescape
 
 # Imported here, not where they are used: the worker's memory snapshot holds
@@ -37,7 +38,7 @@ def environment(loader: BaseLoader) -> Environment:
     error, block tags trimmed, the ``sentence`` and ``why_lines``
     (``composer.controls.why_lines``) filters."""
     env = Environment(loader=loader, autoescape=select_autoescape(["html"]), undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
+                      trim_blocks=True, lstrip_blocks=True, cache_size=MODULE_BOUNDS["jinja-templates"])
     env.filters["sentence"] = sentence
     env.filters["why_lines"] = _why_lines
     from composer.vllm_cli import VERSION

@@ -34,10 +34,7 @@ def memory_flags(ctx: RecipeContext, sel: Selection, pool: str | None = None) ->
     known. Topology flags never set them, so they are cached per selection
     without its node counts."""
     key = (sel.hardware, sel.variant, sel.strategy, sel.features, sel.advanced, sel.kv_offload, pool)
-    cache = ctx.__dict__.setdefault("_memory_flags_cache", {})
-    if key not in cache:
-        cache[key] = _memory_flags(ctx, sel, pool)
-    return cache[key]
+    return ctx.cache("memory-flags").get(key, lambda: _memory_flags(ctx, sel, pool))
 
 
 def _memory_flags(ctx: RecipeContext, sel: Selection, pool: str | None) -> tuple[float, str | None, str | None]:

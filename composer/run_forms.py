@@ -16,6 +16,7 @@ from composer import vllm_cli
 from composer.argv import flag_value
 from composer.context import RecipeContext
 from composer.outputs import ClientChecks, Command, CompanionProcess, Install, InstallStep
+from composer.positions import PLACEHOLDER_ONLY, check
 from composer.shell import PLACEHOLDER_RE, command_text, comment, heredoc_body, quote, recipe_command, recipe_script
 
 
@@ -120,7 +121,8 @@ def docker_image(ctx: RecipeContext, hw_id: str, variant_id: str, kv_offload: st
         if picked:
             candidates.append(picked)
     if candidates:
-        return candidates[0]
+        # A recipe's image lands where docker reads its image: one that does not fit never reaches a command.
+        return candidates[0] if check(candidates[0], "image") is None else None
     if ctx.is_omni:
         repo = OMNI_IMAGES.get(brand)
         minver = _min_version(ctx, variant_id, kv_offload)
@@ -136,6 +138,9 @@ def docker_reason(ctx: RecipeContext, hw_id: str, variant_id: str, kv_offload: s
     inst = ctx.recipe.model.install
     if isinstance(inst, Mapping) and inst.get("docker") is False:
         return "The recipe offers no container image for this model; use the pip install."
+    bad = _recipe_image(ctx, hw_id, variant_id)
+    if bad is not None and check(bad, "image"):
+        return f"The recipe's container image cannot be used: {check(bad, 'image')}; use the pip install."
     brand = brand_key(ctx, hw_id)
     if ctx.is_omni and brand in OMNI_IMAGES:
         return (f"The newest vLLM-Omni image known here ({OMNI_IMAGES[brand]}:v{OMNI_RELEASE}) is older than the "
@@ -188,6 +193,21 @@ def _pick_image(raw, brand: str, cuda: str | None = None) -> str | None:
         if isinstance(value, Mapping):
             return _pick_cuda(value, cuda)
         return value if isinstance(value, str) else None
+    return None
+
+
+def _recipe_image(ctx: RecipeContext, hw_id: str, variant_id: str) -> str | None:
+    """The image the recipe names for this hardware and variant (``docker_image``'s
+    candidates, first wins), unchecked; None when it names none."""
+    brand = brand_key(ctx, hw_id)
+    variant = ctx.variant(variant_id)
+    hw_block = variant.hardware_overrides.get(hw_id)
+    if hw_block is not None and isinstance(hw_block.docker_image, str):
+        return hw_block.docker_image
+    for raw in (variant.docker_image, ctx.recipe.model.docker_image):
+        picked = _pick_image(raw, brand, None) if brand else None
+        if picked:
+            return picked
     return None
 
 
@@ -326,14 +346,41 @@ def docker_argv(ctx: RecipeContext, sel, cmd: Command, host_network: bool) -> li
         argv += ["--network", "host"]
     else:
         port = flag_value(cmd.argv, "--port") or "8000"
+        if check(port, "port") and not PLACEHOLDER_ONLY.match(port):
+            return None  # no -p a recipe's text could turn into something else (validation reports it)
         argv += ["-p", f"{port}:{port}"]
     argv += HF_CACHE
+    for path in mounted_files(ctx, sel, cmd):
+        argv += ["-v", f"{path}:{path}:ro"]
     for k, v in cmd.env.items():
-        if k.endswith("_CONFIG_PATH"):  # a config file written on the host (semantics §10)
-            argv += ["-v", f"{v}:{v}:ro"]
-    for k, v in cmd.env.items():
+        if check(k, "k8s-ref"):  # not a variable name: never an -e the docker CLI could misread
+            return None
         argv += ["-e", f"{k}={v}"]
     return argv + [image] + list(cmd.argv[2:])
+
+
+PLAN_FILES = ("MOONCAKE_CONFIG_PATH",)
+"""Env vars naming a file the plan itself writes on the host (the Mooncake
+config companion, ``_mooncake_companions``): the Docker form mounts it."""
+
+
+def mounted_files(ctx: RecipeContext, sel, cmd: Command) -> list[str]:
+    """The host files the Docker form bind-mounts into the container (read-only):
+    the value of an env var ``*_CONFIG_PATH`` (semantics §10) only when the
+    plan writes that file itself (``PLAN_FILES``, while the KV store that writes
+    it is in force) or when the recipe leaves the variable to the person running
+    the command (its value is ``$`` + its own name) — never a path a recipe chose
+    (nor ``$HOME``) (``/var/run/docker.sock``,
+    ``/root/.ssh``). Each value is checked as a ``path`` (``composer.positions``)."""
+    store = ctx.catalog.strategies.get(sel.kv_offload) if sel.kv_offload else None
+    writes = set(PLAN_FILES) if store is not None and (store.mooncake_vllm_config or {}).get("template") else set()
+    out = []
+    for k, v in cmd.env.items():
+        if not k.endswith("_CONFIG_PATH") or check(v, "path"):
+            continue
+        if v == f"${k}" or k in writes:  # left to the person running it ($NAME of its own name), or ours
+            out.append(v)
+    return out
 
 
 def docker_text(argv: list[str]) -> str:

@@ -133,8 +133,11 @@ Args = Annotated[tuple[str, ...], BeforeValidator(_args_list)]
 Env = Annotated[Mapping[str, str], BeforeValidator(_env_map)]
 """Environment variables (name → value); values become strings."""
 Positive = Annotated[int, Field(ge=1)]
-GB = Annotated[float, Field(ge=0)]
-"""A size in decimal GB (10^9 bytes)."""
+MAX_GB = 1_000_000
+"""Largest size in GB a recipe may give (a petabyte: far past any model's
+weights; ``1e308`` would overflow what the forms derive from it)."""
+GB = Annotated[float, Field(ge=0, le=MAX_GB, allow_inf_nan=False)]
+"""A size in decimal GB (10^9 bytes), at most ``MAX_GB``."""
 
 DockerImage = Union[str, Mapping[str, Union[str, Mapping[str, str]]], None]
 """A container image: a string (NVIDIA), a brand map ``{nvidia, amd, tpu, intel}``
@@ -373,8 +376,8 @@ class Variant:
     docker_image: DockerImage = None
     min_vllm_version: Optional[str] = None
     nightly_required: bool = False
-    parameter_count_b: Optional[float] = None
-    bytes_per_param: Optional[float] = None
+    parameter_count_b: Optional[Annotated[float, Field(gt=0, le=MAX_GB, allow_inf_nan=False)]] = None
+    bytes_per_param: Optional[Annotated[float, Field(gt=0, le=64, allow_inf_nan=False)]] = None
     headroom: Optional[Annotated[float, Field(ge=1.0, le=10.0)]] = None
 
 

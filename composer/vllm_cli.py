@@ -28,6 +28,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Optional
 
+from composer.cache import MODULE_BOUNDS
+
 # importlib.resources reads it from a directory or a zip (the browser's package).
 TABLE: dict = json.loads(resources.files("composer").joinpath("data", "vllm_cli.json").read_text(encoding="utf-8"))
 VERSION: str = TABLE["source"]["version"]
@@ -96,7 +98,7 @@ def _norm(name: str) -> str:
     return head.replace("_", "-") + dot + tail
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=MODULE_BOUNDS["vllm_cli.canonical"])
 def canonical(flag: str) -> tuple[Optional[str], Optional[bool]]:
     """``(canonical option name, boolean sense)`` of a flag token without its
     ``=value``, or ``(None, None)`` when vLLM has no such option.

@@ -101,8 +101,11 @@ def test_runtime_names_change_with_their_content(tmp_path):
 
 @pytest.mark.skipif(not CORPUS.exists(), reason="shared corpus not present")
 def test_corpus_builds(tmp_path):
-    summary = build.build(CORPUS, tmp_path / "corpus")
+    # Two corpus recipes put a value where it does not fit (issue 23): an image
+    # "docker pull …" and "--max-model-len auto" as one argv word after a switch.
+    summary = build.build(CORPUS, tmp_path / "corpus", keep_going=True)
     assert summary["recipes"] >= 150
+    assert {e.file for e in summary["errors"]} <= {"models/MiniMaxAI/MiniMax-M3.yaml", "models/XiaomiMiMo/MiMo-V2.5-Pro.yaml"}
 
 
 def test_browser_zip_is_self_contained(tmp_path):

@@ -41,3 +41,55 @@ def test_regions_stay_within_their_bounds_over_a_click_walk(k3, monkeypatch):
     for name, c in k3._caches.items():
         assert len(c) <= BOUNDS[name.split(":", 1)[0]], name
     k3._caches.clear()
+
+
+def _composer_modules():
+    import importlib
+    import pkgutil
+
+    import composer
+
+    for info in pkgutil.walk_packages(composer.__path__, "composer."):
+        if info.name.endswith("__main__"):
+            continue
+        yield importlib.import_module(info.name)
+
+
+def test_every_process_wide_memo_has_its_stated_bound():
+    """Issue 23.4: every ``functools.lru_cache`` of the composer is listed in
+    ``MODULE_BOUNDS`` with the bound it has; none is unbounded."""
+    from composer.cache import MODULE_BOUNDS
+
+    found = {}
+    for mod in _composer_modules():
+        for name, obj in vars(mod).items():
+            info = getattr(obj, "cache_info", None)
+            if callable(info) and getattr(obj, "__module__", None) == mod.__name__:
+                found[f"{mod.__name__.removeprefix('composer.')}.{name}"] = info().maxsize
+    assert found, "no memo found: the walk is broken"
+    for key, maxsize in found.items():
+        assert maxsize is not None, f"{key} is unbounded"
+        assert MODULE_BOUNDS.get(key) == maxsize, f"{key}: bound {maxsize} not stated in MODULE_BOUNDS"
+
+
+def test_the_renderer_caches_at_most_its_stated_templates():
+    from jinja2 import DictLoader
+
+    from composer.cache import MODULE_BOUNDS
+    from composer.render import environment
+
+    assert environment(DictLoader({})).cache.capacity == MODULE_BOUNDS["jinja-templates"]
+
+
+def test_a_context_memoizes_only_through_its_bounded_regions(k3):
+    """No memo left in the context's ``__dict__`` (``resolve.memory_flags``
+    and ``layers.owned_units`` cached there, unbounded, before issue 23)."""
+    rng = random.Random(5)
+    query = ""
+    before = set(vars(k3))
+    for _ in range(15):
+        page = compose_page(k3, query)
+        opts = [o["query"] for items in page["options"].values() for o in items if not o["disabled"]]
+        query = rng.choice(opts)
+    assert set(vars(k3)) == before
+    assert {"memory-flags", "owned-units"} <= {name.split(":", 1)[0] for name in k3._caches}

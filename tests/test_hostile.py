@@ -225,10 +225,12 @@ def test_install_lines_quote_recipe_versions_and_images(tmp_path):
     _edit(recipes, lambda d: d["model"].update(min_vllm_version="0.1'; touch canary; echo '",
                                                docker_image="vllm/x:1; touch canary"))
     p = _plan_of(recipes, "hardware=h200")
-    for text in (p["install"]["pip"], p["install"]["docker"]):
-        assert "touch" not in _outside_single_quotes(text), text
-    _, _, problems = validate(recipes)
-    assert any(e.key == "model.docker_image" and e.level == "warning" for e in problems)
+    assert p["install"]["docker"] is None  # an image that is no image reference never reaches a command (issue 23)
+    assert "touch" not in _outside_single_quotes(p["install"]["pip"])
+    with pytest.raises(RecipeLoadError) as info:
+        validate(recipes)
+    assert any(e.key == "model.docker_image" and "not a container image reference" in e.message
+               for e in info.value.errors)
 
 
 def test_explain_lines_stay_comments(tmp_path):

@@ -24,9 +24,10 @@ from composer.api import compose, make_context
 from composer.argv import ArgvError
 from composer.context import RecipeContext
 from composer.layers import TOPOLOGY_SOURCE
-from composer.buildtime.loader import RecipeError, RecipeLoadError, _validation_errors, load_catalog_data, load_recipe_data, recipe_paths, unsafe_recipe_files
-from composer.schema import ENV_NAME, Catalog, Recipe
-from composer.buildtime.validate import check_recipe_args, check_recipe_commands, check_recipe_references, lint_recipe, unknown_keys, validate_catalog, validate_recipe
+from composer.buildtime.loader import RecipeError, RecipeLoadError, _validation_errors, catalog_validation_errors, load_catalog_data, load_recipe_data, recipe_paths, unsafe_recipe_files
+from composer.positions import check
+from composer.schema import Catalog, Recipe
+from composer.buildtime.validate import check_recipe_args, check_recipe_commands, check_recipe_positions, check_recipe_references, lint_recipe, unknown_keys_found, validate_catalog, validate_recipe
 
 
 def load_catalog_checked(recipes_dir: Path, strict: bool = False) -> Catalog:
@@ -41,7 +42,8 @@ def check_catalog(recipes_dir: Path, strict: bool = False) -> tuple[Catalog, lis
     ``kind``). With ``strict`` (this project's own recipes) those warnings are
     errors: our files must declare their kind. Raises RecipeLoadError with
     every error found."""
-    cat_data, problems = load_catalog_data(recipes_dir)
+    files: dict[str, str] = {}
+    cat_data, problems = load_catalog_data(recipes_dir, files)
     level = "error" if strict else "warning"
     warnings = [RecipeError(p.file, p.key, p.message, level) for p in problems if p.level == "warning"]
     errors = [p for p in problems if p.level == "error"] + (warnings if strict else [])
@@ -49,14 +51,18 @@ def check_catalog(recipes_dir: Path, strict: bool = False) -> tuple[Catalog, lis
         try:
             catalog = validate_catalog(cat_data)
         except ValidationError as exc:
-            errors += _validation_errors(exc, "taxonomy.yaml / strategies")
+            errors += catalog_validation_errors(exc, files)
         else:
-            # KV-store env reaches `export` lines: names must be shell identifiers.
+            # Strategy and KV-store env reaches `export` lines and containers: names
+            # must be shell identifiers and never a name the platform provides.
             for sid, st in catalog.strategies.items():
-                for name in ((st.vllm or {}).get("env") or {}):
-                    if not ENV_NAME.match(str(name)):
-                        errors.append(RecipeError(f"kv_store/{sid}.yaml", "vllm.env",
-                                                  f"environment variable name {str(name)[:60]!r} is not a shell identifier"))
+                blocks = [("env", st.env), ("vllm.env", (st.vllm or {}).get("env") or {})]
+                for key, env in blocks:
+                    for name in env:
+                        problem = check(str(name), "env-name")
+                        if problem:
+                            errors.append(RecipeError(files.get(sid, f"strategies/{sid}.yaml"), f"{key}.{name}",
+                                                      f"environment variable: {problem}"))
             if not errors:
                 return catalog, warnings
     raise RecipeLoadError(errors)
@@ -74,9 +80,11 @@ def check_recipe(recipes_dir: Path, rid: str, path: Path, catalog: Catalog, stri
         return None, exc.errors
     except ValidationError as exc:
         return None, _validation_errors(exc, rel)
-    problems = check_references(rid, recipe, catalog, recipes_dir, strict)
+    # Unknown keys first: a misspelt key (compatible_strategy) is the cause of the
+    # reference errors its absence brings (default_strategy … not offered).
     level = "error" if strict else "warning"
-    problems += [RecipeError(rel, key, message, level) for key, message in unknown_keys(data)]
+    problems = [RecipeError(rel, key, message, level) for key, message, _ in unknown_keys_found(data)]
+    problems += check_references(rid, recipe, catalog, recipes_dir, strict)
     if any(p.level == "error" for p in problems):
         return None, problems
     return recipe, problems
@@ -116,6 +124,7 @@ def check_references(rid: str, recipe: Recipe, catalog: Catalog, recipes_dir: Pa
     errs = [RecipeError(file, key, message) for key, message in check_recipe_references(recipe, catalog)]
     errs += [RecipeError(file, key, message) for key, message in check_recipe_args(recipe)]
     errs += [RecipeError(file, key, message) for key, message in check_recipe_commands(recipe)]
+    errs += [RecipeError(file, key, message) for key, message in check_recipe_positions(recipe)]
     if errs:
         return errs
     level = "error" if strict else "warning"

@@ -73,31 +73,91 @@ MAX_NODES = 100_000
 bytes of nested ``&a``/``*a`` references can stand for billions of nodes)."""
 
 
-def _expanded_size(node, limit: int) -> int:
+MAX_DEPTH = 64
+"""Deepest nesting of mappings and lists read (ours and the corpus's are under 10)."""
+
+
+def _key_text(node) -> str:
+    return str(node.value)[:60] if isinstance(node, yaml.ScalarNode) else "?"
+
+
+def _children(node, path: str) -> list:
+    """``(child node, its key path)`` of a mapping or sequence node (the keys
+    of a mapping are scalars in any file we read; they are not entered)."""
+    if isinstance(node, yaml.MappingNode):
+        return [(v, f"{path}.{_key_text(k)}" if path else _key_text(k)) for k, v in node.value]
+    if isinstance(node, yaml.SequenceNode):
+        return [(v, f"{path}[{i}]") for i, v in enumerate(node.value)]
+    return []
+
+
+def _too_deep(root) -> str | None:
+    """The key path of the first place a composed YAML graph nests deeper than
+    ``MAX_DEPTH`` (iterative: a deep file cannot exhaust Python's stack), or None."""
+    stack = [(root, "", 0)]
+    seen: set[int] = set()
+    while stack:
+        node, path, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return path if len(path) <= 80 else path[:77] + "…"
+        if id(node) in seen:  # reached again through an alias (a cycle ends here)
+            continue
+        seen.add(id(node))
+        stack.extend((c, p, depth + 1) for c, p in reversed(_children(node, path)))
+    return None
+
+
+def _expanded_size(node, limit: int, memo: dict[int, int] | None = None) -> int:
     """Nodes of a composed YAML graph counted as a tree (aliases expanded),
-    memoised per node so the count itself stays linear; stops past ``limit``."""
+    memoised per node so the count itself stays linear; stops past ``limit``.
+    Iterative (post-order): depth is never a problem here."""
+    memo = {} if memo is None else memo
+    stack = [(node, False)]
+    while stack:
+        n, done = stack.pop()
+        if done:
+            total = 1 + (len(n.value) if isinstance(n, yaml.MappingNode) else 0)  # the node and its keys
+            for c, _ in _children(n, ""):
+                total += memo.get(id(c), limit + 1)
+                if total > limit:
+                    break
+            memo[id(n)] = min(total, limit + 1)
+            continue
+        if id(n) in memo:
+            continue
+        memo[id(n)] = limit + 1  # a cycle counts as too large
+        stack.append((n, True))
+        stack.extend((c, False) for c, _ in _children(n, "") if id(c) not in memo)
+    return memo[id(node)]
+
+
+def _alias_bombs(root, limit: int) -> list[str]:
+    """Key paths where the graph expands past ``limit`` values: each top-level
+    branch that is too large is followed down its first too-large child while
+    that is a mapping reached only once, so the path ends at the key that holds
+    the ``*alias`` (``model.base_args``). At most 8 paths."""
+    counts: dict[int, int] = {}
+    stack = [root]
+    while stack:  # how often each node is reached: more than once = through an alias
+        n = stack.pop()
+        counts[id(n)] = counts.get(id(n), 0) + 1
+        if counts[id(n)] == 1:
+            stack.extend(c for c, _ in _children(n, ""))
     memo: dict[int, int] = {}
-
-    def size(n) -> int:
-        key = id(n)
-        if key in memo:
-            return memo[key]
-        memo[key] = limit + 1  # a cycle counts as too large
-        total = 1
-        if isinstance(n, yaml.MappingNode):
-            for k, v in n.value:
-                total += size(k) + size(v)
-                if total > limit:
-                    break
-        elif isinstance(n, yaml.SequenceNode):
-            for v in n.value:
-                total += size(v)
-                if total > limit:
-                    break
-        memo[key] = min(total, limit + 1)
-        return memo[key]
-
-    return size(node)
+    out = []
+    for child, path in _children(root, ""):
+        if _expanded_size(child, limit, memo) <= limit:
+            continue
+        node = child
+        while isinstance(node, yaml.MappingNode) and counts.get(id(node), 0) == 1:
+            big = [(c, p) for c, p in _children(node, path) if _expanded_size(c, limit, memo) > limit]
+            if not big:
+                break
+            node, path = big[0]
+        out.append(path)
+        if len(out) == 8:
+            break
+    return out or ["(top level)"]
 
 
 def _read_yaml(path: Path, root: Path, errors: list[RecipeError]):
@@ -112,17 +172,24 @@ def _read_yaml(path: Path, root: Path, errors: list[RecipeError]):
         with path.open(encoding="utf-8") as fh:
             loader = _LOADER(fh)
             try:
-                node = loader.get_single_node()
                 try:
-                    too_big = node is not None and _expanded_size(node, MAX_NODES) > MAX_NODES
+                    node = loader.get_single_node()
                 except RecursionError:
-                    errors.append(RecipeError(rel, "", "is nested too deeply (hundreds of levels)"))
+                    errors.append(RecipeError(rel, "", f"is nested too deeply (more than {MAX_DEPTH} levels)"))
                     return None
-                if too_big:
-                    errors.append(RecipeError(rel, "", f"expands to more than {MAX_NODES:,} values through YAML "
-                                                      "aliases (&anchor / *alias); write the values out"))
+                if node is None:
                     return None
-                return loader.construct_document(node) if node is not None else None
+                deep = _too_deep(node)
+                if deep is not None:
+                    errors.append(RecipeError(rel, deep, f"is nested too deeply (more than {MAX_DEPTH} levels "
+                                                         "of mappings and lists)"))
+                    return None
+                if _expanded_size(node, MAX_NODES) > MAX_NODES:
+                    for where in _alias_bombs(node, MAX_NODES):
+                        errors.append(RecipeError(rel, where, f"expands to more than {MAX_NODES:,} values through "
+                                                              "YAML aliases (&anchor / *alias); write the values out"))
+                    return None
+                return loader.construct_document(node)
             finally:
                 loader.dispose()
     except (OSError, yaml.YAMLError) as exc:
@@ -153,11 +220,31 @@ def _validation_errors(exc: ValidationError, file: str) -> list[RecipeError]:
     return out
 
 
-def load_catalog_data(root: Path) -> tuple[dict, list[RecipeError]]:
+def catalog_validation_errors(exc: ValidationError, files: dict[str, str]) -> list[RecipeError]:
+    """``_validation_errors`` of the catalogue, each named by the file it is
+    in: ``strategies.<id>.…`` → that strategy's (or KV store's) file (``files``:
+    id → path from ``load_catalog_data``) and the key path inside it,
+    ``taxonomy.…`` → ``taxonomy.yaml``."""
+    out = []
+    for e in _validation_errors(exc, "taxonomy.yaml"):
+        parts = e.key.split(".")
+        if parts[0] == "strategies" and len(parts) > 1 and parts[1] in files:
+            out.append(RecipeError(files[parts[1]], ".".join(parts[2:]), e.message, e.level))
+        elif parts[0] == "taxonomy":
+            out.append(RecipeError("taxonomy.yaml", ".".join(parts[1:]), e.message, e.level))
+        else:
+            out.append(e)
+    return out
+
+
+def load_catalog_data(root: Path, files: dict[str, str] | None = None) -> tuple[dict, list[RecipeError]]:
     """The raw catalogue dict ``{taxonomy, strategies}`` and the problems found:
     errors, and a warning (key ``kind``) for every strategy or KV-store file
     that declares no parallel kind (``composer.parallel.kind_warning``: the
-    public corpus's files, whose kind is derived from their content)."""
+    public corpus's files, whose kind is derived from their content).
+    ``files``, when given, is filled with strategy id → file path (relative to
+    ``root``), so later errors name the file (``catalog_validation_errors``)."""
+    files = {} if files is None else files
     errors: list[RecipeError] = []
     taxonomy = _read_yaml(root / "taxonomy.yaml", root, errors) if (root / "taxonomy.yaml").exists() else None
     if taxonomy is None and not errors:
@@ -170,7 +257,13 @@ def load_catalog_data(root: Path) -> tuple[dict, list[RecipeError]]:
         for path in sorted((root / sub).glob("*.yaml")):
             data = _read_yaml(path, root, errors)
             if isinstance(data, dict):
-                strategies[data.get("name") or path.stem] = data
+                sid = data.get("name") or path.stem
+                if not isinstance(sid, str) or sid in strategies:
+                    why = "is not text" if not isinstance(sid, str) else f"is also the id of {files.get(sid)}"
+                    errors.append(RecipeError(str(path.relative_to(root)), "name", f"the strategy id {_short_repr(sid)} {why}"))
+                    continue
+                strategies[sid] = data
+                files[sid] = str(path.relative_to(root))
                 if data.get("kind") is None:
                     errors.append(RecipeError(str(path.relative_to(root)), "kind", kind_warning(data), "warning"))
     return {"taxonomy": taxonomy or {}, "strategies": strategies}, errors
@@ -179,14 +272,15 @@ def load_catalog_data(root: Path) -> tuple[dict, list[RecipeError]]:
 def load_catalog(root: Path) -> Catalog:
     """The validated catalogue of ``root``; raises RecipeLoadError on errors
     (warnings are not reported here: ``composer.buildtime.checks.check_catalog``)."""
-    data, problems = load_catalog_data(root)
+    files: dict[str, str] = {}
+    data, problems = load_catalog_data(root, files)
     errors = [p for p in problems if p.level == "error"]
     if errors:
         raise RecipeLoadError(errors)
     try:
         return validate_catalog(data)
     except ValidationError as exc:
-        raise RecipeLoadError(_validation_errors(exc, "taxonomy.yaml / strategies")) from None
+        raise RecipeLoadError(catalog_validation_errors(exc, files)) from None
 
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\Z")

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -92,6 +93,59 @@ def check_recipe_args(recipe: Recipe) -> list[tuple[str, str]]:
                                       f"({seen[u.key].display()!r} and {u.display()!r}); keep one"))
             seen[u.key] = u
     return problems
+
+
+PORT_FLAGS = re.compile(r"^(?:.*-)?port\Z")
+"""Canonical vLLM option names that take a TCP port (``port``, ``master-port``,
+``data-parallel-rpc-port`` …; vllm_cli.json, all ``type=int``)."""
+
+
+def recipe_images(recipe: Recipe) -> list[tuple[str, str]]:
+    """``(key path, image)`` for every container image a recipe names
+    (``model.docker_image``, ``variants.<v>.docker_image`` and their
+    ``hardware_overrides.<hw>.docker_image``; brand and CUDA maps entered)."""
+    from composer.schema import image_names
+
+    images = [("model.docker_image", recipe.model.docker_image)]
+    images += [(f"variants.{v}.docker_image", var.docker_image) for v, var in recipe.variants.items()]
+    images += [(f"variants.{v}.hardware_overrides.{h}.docker_image", b.docker_image)
+               for v, var in recipe.variants.items() for h, b in var.hardware_overrides.items()]
+    return [(key, name) for key, value in images for name in image_names(value)]
+
+
+def check_recipe_positions(recipe: Recipe) -> list[tuple[str, str]]:
+    """``(key path, message)`` for every recipe value that does not fit the
+    position it lands in (``composer.positions``): container images (where
+    ``docker run`` reads its image), option values that would be read as
+    options, ports, and the names of every env block (no platform name such as
+    ``HOME``, ``PATH``, ``LWS_WORKER_INDEX``, ``HF_TOKEN``). Model ids are
+    checked by the schema (``schema.MODEL_ID``: never an option)."""
+    from composer.positions import PLACEHOLDER_ONLY, check
+
+    out = []
+    for key, name in recipe_images(recipe):
+        problem = check(name, "image")
+        if problem:
+            out.append((key, problem))
+    for key, tokens in arg_lists(recipe):
+        try:
+            units = parse_tokens(list(tokens))
+        except ArgvError:
+            continue  # reported by check_recipe_args
+        for u in units:
+            if u.value is None:
+                continue
+            problem = check(u.value, "option")
+            if problem is None and PORT_FLAGS.match(u.key) and not PLACEHOLDER_ONLY.match(u.value):
+                problem = check(u.value, "port")
+            if problem:
+                out.append((key, f"--{u.key.lstrip('-')}: {problem}"))
+    for key, env in env_maps(recipe):
+        for name in env:
+            problem = check(name, "env-name")
+            if problem:
+                out.append((f"{key}.{name}", problem))
+    return out
 
 
 def check_recipe_commands(recipe: Recipe) -> list[tuple[str, str]]:
@@ -220,19 +274,11 @@ def _tool_choice_findings(recipe: Recipe) -> list[tuple[str, str, str]]:
 
 
 def _quoted_text_findings(recipe: Recipe) -> list[tuple[str, str, str]]:
-    """Text that lands quoted in install lines: odd images and versions are
-    data faults to report."""
-    from composer.schema import IMAGE, VERSION, image_names
+    """Text that lands quoted in install lines: odd versions are data faults
+    to report."""
+    from composer.schema import VERSION
 
-    out = []
-    images = [("model.docker_image", recipe.model.docker_image)]
-    images += [(f"variants.{v}.docker_image", var.docker_image) for v, var in recipe.variants.items()]
-    images += [(f"variants.{v}.hardware_overrides.{h}.docker_image", b.docker_image)
-               for v, var in recipe.variants.items() for h, b in var.hardware_overrides.items()]
-    for key, value in images:
-        for name in image_names(value):
-            if not IMAGE.match(name):
-                out.append((key, f"{name[:60]!r} is not a container image reference; it is shown quoted", "warning"))
+    out = []  # container images are checked for their position (check_recipe_positions): errors
     versions = [("model.min_vllm_version", recipe.model.min_vllm_version)]
     versions += [(f"variants.{v}.min_vllm_version", var.min_vllm_version) for v, var in recipe.variants.items()]
     for key, value in versions:
@@ -306,3 +352,37 @@ def unknown_keys(data, tp=Recipe, path: str = ""):
         elif key not in allowed:
             near = difflib.get_close_matches(str(key), list(hints), n=1, cutoff=0.75)
             yield (f"{path}{key}", "unknown key, ignored" + (f" (did you mean {near[0]}?)" if near else ""))
+
+
+def unknown_keys_found(data) -> list[tuple[str, str, bool]]:
+    """``unknown_keys`` with, for each, whether it is a misspelling of a key
+    the data then lacks (``compatible_strategy`` where ``compatible_strategies``
+    is absent): ``(key path, message, missing)``. A missing key changes what
+    the recipe means (no strategies offered): the checks report it first,
+    before the reference checks that its absence breaks, saying so."""
+    out = []
+    for key, message in unknown_keys(data):
+        near = message.partition("(did you mean ")[2].rstrip("?)")
+        parent = _at(data, key.rpartition(".")[0]) if "." in key else data
+        missing = bool(near) and isinstance(parent, dict) and near not in parent
+        if missing:
+            message = (f"unknown key (did you mean {near}?); without {near} the recipe "
+                       f"declares none, and what depends on it fails below")
+        out.append((key, message, missing))
+    return out
+
+
+def _at(data, dotted: str):
+    """The value at a dotted key path of ``unknown_keys`` (``a.b[2].c``), or None."""
+    import re as _re
+
+    node = data
+    for part in _re.findall(r"[^.\[\]]+|\[\d+\]", dotted):
+        if part.startswith("["):
+            idx = int(part[1:-1])
+            node = node[idx] if isinstance(node, list) and idx < len(node) else None
+        else:
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            return None
+    return node
