@@ -16,6 +16,15 @@ LEVELS = ("info", "warning", "error")
 
 
 @dataclass(frozen=True)
+class Fix:
+    """One change that resolves a notice: its ``label`` and the canonical
+    ``query`` (without ``?``) of the plan with it."""
+
+    label: str
+    query: str
+
+
+@dataclass(frozen=True)
 class Notice:
     """One notice. ``subject``/``old``/``new``/``reason`` are None unless the
     notice reports a changed value (e.g. ``nodes-raised``: subject ``nodes``,
@@ -28,14 +37,18 @@ class Notice:
     old: Optional[str] = None
     new: Optional[str] = None
     reason: Optional[str] = None
+    fixes: tuple[Fix, ...] = ()
+    """Changes that resolve it, each one click on the page (``Fix``)."""
 
     def to_dict(self) -> dict:
         """The JSON form: level, code, message, plus the data fields that are set."""
-        d = {"level": self.level, "code": self.code, "message": self.message}
+        d: dict = {"level": self.level, "code": self.code, "message": self.message}
         for k in ("subject", "old", "new", "reason"):
             v = getattr(self, k)
             if v is not None:
                 d[k] = v
+        if self.fixes:
+            d["fixes"] = [{"label": f.label, "query": f.query} for f in self.fixes]
         return d
 
 
@@ -46,14 +59,15 @@ class Notices:
         self._items: dict[tuple[str, str], Notice] = {}
 
     def add(self, level: str, code: str, message: str, *, subject: str | None = None,
-            old=None, new=None, reason: str | None = None) -> None:
+            old=None, new=None, reason: str | None = None, fixes: tuple[Fix, ...] = ()) -> None:
         """Add a notice (a second one with the same code and message is dropped);
         ``old``/``new`` are stored as strings."""
         assert level in LEVELS, level
         if not message.startswith("vLLM"):  # a proper name keeps its case
             message = message[:1].upper() + message[1:]
         self._items.setdefault((code, message), Notice(
-            level, code, message, subject, None if old is None else str(old), None if new is None else str(new), reason))
+            level, code, message, subject, None if old is None else str(old), None if new is None else str(new), reason,
+            tuple(fixes)))
 
     def items(self) -> list[Notice]:
         return list(self._items.values())
