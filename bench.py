@@ -5,6 +5,9 @@
 * compose time of one plan: median and p95 over many Kimi K3 selections;
 * the share of ready plans of a seeded sample of the corpus selection space
   that break a vLLM start-up rule (``launch_bench``; target 0);
+* the memory model's error on the reference figures the project keeps
+  (``tests/data/memory_reference.json``): median and max, today's model and
+  the one it replaced (``tests/memory_reference.py``);
 * site size: total bytes;
 * with ``--browser`` (``make bench``), in headless Chromium over http://127.0.0.1:
   deep link → its own command on screen, cold and warm cache, for five links
@@ -251,6 +254,11 @@ def main() -> None:
     times = sorted(compose_times(args.plans))
     print(f"compose one plan (Kimi K3, {args.plans} random selections, CPython): median {statistics.median(times) * 1000:.1f} ms, "
           f"p95 {times[int(0.95 * len(times))] * 1000:.1f} ms")
+    from tests import memory_reference
+
+    for model in ("new", "old"):
+        print(f"memory model ({'today' if model == 'new' else 'before issue 19'}) on the reference figures: "
+              f"{memory_reference.summary(model)}")
     if CORPUS.exists():
         import launch_bench
 
