@@ -40,6 +40,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Mapping, Optional
 
+from composer.model_facts import model_facts  # at import: the browser's memory snapshot holds only imported modules
+
 if TYPE_CHECKING:  # pragma: no cover - annotations only (no import cycle at run time)
     from composer.context import RecipeContext
     from composer.model_facts import ModelFacts
@@ -532,8 +534,6 @@ def capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, util:
     ``hw_id``. ``flags`` are the command's memory flags (else built from
     ``util``, ``kv_dtype``, ``max_model_len``: vLLM's defaults for the rest);
     ``context`` a length to state the concurrency for as well."""
-    from composer.model_facts import model_facts
-
     if flags is None:
         flags = Flags(util=util, kv_dtype=kv_dtype, max_model_len=max_model_len)
     hw = ctx.hw(hw_id)
@@ -664,8 +664,6 @@ def _max_model_len(ctx: RecipeContext, value: str | None, variant_id: str | None
         if n is None or n < 0:
             return None, False  # "auto" / -1: vLLM fits it to the KV cache
         return n, True
-    from composer.model_facts import model_facts
-
     derived = model_facts(ctx, variant_id).derived_max_model_len()
     return derived or ctx.recipe.model.context_length, False
 
@@ -674,8 +672,6 @@ def kv_tokens(ctx: RecipeContext, lay: Layout, kv_gb: float, kv_dtype: str | Non
     """KV cache capacity in tokens of one replica (one DP rank for DEP) for a
     replica total of ``kv_gb`` GB, at one block per 16 tokens over every layer
     that holds KV (``kv_geometry``), or None without the geometry."""
-    from composer.model_facts import model_facts
-
     geo = kv_geometry(model_facts(ctx), lay, kv_dtype, None)
     if geo is None:
         return None
