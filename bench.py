@@ -5,6 +5,9 @@
 * compose time of one plan: median and p95 over many Kimi K3 selections;
 * the share of ready plans of a seeded sample of the corpus selection space
   that break a vLLM start-up rule (``launch_bench``; target 0);
+* the memory model's error on the reference figures the project keeps
+  (``tests/data/memory_reference.json``): median and max, today's model and
+  the one it replaced (``tests/memory_reference.py``);
 * site size: total bytes, and each runtime file raw, gzip and Brotli;
 * soak: RSS (CPython) and the WebAssembly heap (Pyodide, the snapshot restored
   in Node) after 1,000 and 10,000 page plans of random click walks in one
@@ -569,6 +572,12 @@ def main() -> None:
     ctl = sorted(controls_times(min(args.plans, 200)))
     print(f"page controls of one plan (Kimi K3, {len(ctl)} random selections, CPython, composer.render.controls_json): "
           f"median {statistics.median(ctl) * 1000:.1f} ms, p95 {ctl[int(0.95 * len(ctl))] * 1000:.1f} ms")
+
+    from tests import memory_reference
+
+    for model in ("new", "old"):
+        print(f"memory model ({'today' if model == 'new' else 'before issue 19'}) on the reference figures: "
+              f"{memory_reference.summary(model)}")
     if CORPUS.exists():
         import launch_bench
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from composer.context import RecipeContext
 from composer.modes import default_mode, format_fmode
 from composer.query import SCHEMA_VERSION, Request, parse_query
-from composer.dimensions import DROP_ORDER, POOLS, Selection
+from composer.dimensions import DEFAULT_CONTEXT, DROP_ORDER, POOLS, Selection
 from composer.resolve import resolve
 
 
@@ -32,6 +32,7 @@ def selection_values(ctx: RecipeContext, sel: Selection) -> dict[str, str]:
     vals["instances"] = str(sel.instances)  # dropped below when it is what the recipe picks
     if sel.cuda is not None:
         vals["cuda"] = sel.cuda
+    vals["context"] = sel.context
     if sel.prefill:
         for name in POOLS:
             p = sel.pool(name)
@@ -60,6 +61,8 @@ def pinned_request(ctx: RecipeContext, sel: Selection) -> Request:
         vals.pop("advanced")
     if not sel.kv_offload:
         vals.pop("kv_offload")
+    if sel.context == DEFAULT_CONTEXT:
+        vals.pop("context")
     store = ctx.catalog.strategies.get(sel.kv_offload) if sel.kv_offload else None
     if store is None or store.deploy_type != "kv_store_lb" or sel.prefill:
         vals.pop("instances")

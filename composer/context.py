@@ -36,6 +36,8 @@ BUILTIN_ADVANCED = (
      "Share of each GPU's memory vLLM may use for weights, activations and KV cache."),
     ("max_model_len_auto", "max-model-len auto", ["--max-model-len", "auto"], None,
      "Let vLLM pick the longest context the free KV cache can hold, instead of a fixed limit."),
+    ("kv_fp8", "kv-cache-dtype fp8", ["--kv-cache-dtype", "fp8"], None,
+     "Store the KV cache in FP8: twice the tokens of a BF16 cache, at a small accuracy cost."),
     ("dcp_8", "decode-context-parallel-size 8", ["--decode-context-parallel-size", "8"], "supports_dcp",
      "Shard the decode KV cache across the tensor-parallel ranks."),
     ("no_flashinfer_autotune", "no FlashInfer autotune", ["--no-enable-flashinfer-autotune"], "flashinfer_autotune",

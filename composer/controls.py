@@ -393,10 +393,21 @@ def _cuda(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[d
     return {"cuda": out} if out else {}
 
 
+def _context(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
+    """The context the capacity line states a concurrency for
+    (``composer.dimensions.CONTEXTS``); it changes no command."""
+    from composer.dimensions import CONTEXTS
+
+    return {"context": [{"id": c, "label": f"{n:,} tokens", "description": f"Maximum concurrency at {n:,} tokens per request.",
+                         "selected": c == sel.context, "disabled": False, "reason": None,
+                         "query": base.with_values(context=c).query()} for c, n in CONTEXTS.items()]}
+
+
 BUILDERS = (
     ("hardware", _hardware), ("variant", _variant), ("nodes", _nodes), ("strategy", _strategy),
     ("prefill_mode", _pools), ("features", _features), ("fmode", _feature_modes), ("advanced", _advanced),
     ("task", _task), ("kv_offload", _kv_offload), ("instances", _instances), ("install", _forms), ("cuda", _cuda),
+    ("context", _context),
 )
 """One builder per control, in page order (``composer.dimensions.DIMENSIONS``;
 ``_pools`` gives the four P/D pool groups, ``_feature_modes`` one group per

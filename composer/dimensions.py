@@ -12,7 +12,7 @@ one ``Dimension`` here, its resolver step (``composer.resolve``) and its
 control builder (``composer.controls``).
 
 Parameter names and value ids follow the public recipes site (semantics §12),
-so its links keep working; ``install``, ``cuda``, ``instances``, ``task`` and
+so its links keep working; ``install``, ``cuda``, ``instances``, ``task``, ``context`` and
 ``v`` are ours.
 """
 
@@ -86,6 +86,9 @@ DIMENSIONS: tuple[Dimension, ...] = (
     Dimension("install", "text", 13, 11, "Run with", "Show the commands for a pip install on the host, wrapped in the vLLM container (host networking for multi-node), or as Kubernetes manifests.",
               shown_from=0),
     Dimension("cuda", "text", 14, 12, "CUDA version", "Which CUDA build of the container image to run: pick the one your driver supports (CUDA 13 needs a newer driver than CUDA 12.9)."),
+    Dimension("context", "text", 17, 16, "Context for concurrency",
+              "The prompt plus output length the capacity line states the maximum concurrency for, next to vLLM's own figure "
+              "at the max-model-len in force. It changes no command."),
     Dimension("v", "text", 0, None),
 )
 """Every URL parameter, in the order the page shows their controls (feature
@@ -107,6 +110,13 @@ VIEW_PARAMS = ("embed", "theme", "compare")
 """Parameters of the page's view, not of the plan: accepted and ignored by the
 composer. ``compare``: the query of plan A that the page shows beside its own
 plan (B), so a comparison is a bookmark (``composer.compare``)."""
+
+CONTEXTS: Mapping[str, int] = MappingProxyType({"8k": 8192, "32k": 32768, "128k": 131072})
+"""The ``context`` parameter's values: tokens per request the capacity line
+states the maximum concurrency for (``composer.memory``)."""
+DEFAULT_CONTEXT = "32k"
+"""The ``context`` when the query gives none (not recipe data: a pinned link
+omits it, as it omits Advanced and KV offload when they are unset)."""
 
 POOLS = ("prefill", "decode")
 """The P/D pools, in the order their commands run."""
@@ -142,6 +152,7 @@ class Selection:
     instances: int = 1  # vLLM instances behind a KV store's router (kv_store_lb)
     modes: tuple[tuple[str, str], ...] = ()  # (feature id, mode) of every moded feature, recipe order
     cuda: str | None = None  # CUDA version of the container image, where the recipe offers several
+    context: str = DEFAULT_CONTEXT  # tokens per request the capacity line states a concurrency for (CONTEXTS)
 
     def mode(self, fid: str) -> str | None:
         """The mode in force for feature ``fid`` (None: the feature has no modes)."""
@@ -168,6 +179,7 @@ class Selection:
             d["modes"] = dict(self.modes)
         if self.cuda is not None:
             d["cuda"] = self.cuda
+        d["context"] = self.context
         for p in POOLS:
             pool = self.pool(p)
             if pool:

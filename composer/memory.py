@@ -1,51 +1,116 @@
 """The memory model: does a layout hold the weights, and how much KV cache is left.
 
-Per replica, counting only the GPUs the layout uses (idle GPUs are not
-capacity; README, "Memory model"):
+Two rules, both per replica and counting only the GPUs the layout uses (idle
+GPUs are not capacity; README, "Memory model"):
 
-* **weights fit** (``weights_fit``, the one rule, also asked per node by
-  ``RecipeContext.fits_one_node``) when ``vram_minimum_gb`` ≤ the HBM of those
-  GPUs. The recipe figure already includes headroom (the seed: 2.8T × 0.5 byte
-  × 1.2 = 1680 GB), so it is applied once, without the utilization on top (as
-  the public site does: Qwen3-30B-A3B's 74 GB fit one 80 GB H100);
-* **KV cache** = HBM × ``--gpu-memory-utilization`` − the raw weights
-  (``vram_minimum_gb`` / headroom; the variant's ``headroom``, else the seed's
-  1.2) − a runtime overhead of ``RUNTIME_OVERHEAD_GB`` per GPU (CUDA context,
-  NCCL buffers, the activation peak vLLM profiles at start-up). It must be
-  positive; with the model's attention geometry it is also given in tokens
-  (``kv_tokens``) and checked against ``--max-model-len``;
-* the **single-node TP auto-fit** (``single_node_tp``) is the smallest TP for
-  which both hold.
+* **weights fit** (``weights_fit``, the one sizing rule, also asked per node by
+  ``RecipeContext.fits_one_node``) when ``vram_minimum_gb`` ≤ the vendor HBM of
+  those GPUs (decimal GB). The recipe figure already includes headroom (the
+  seed: 2.8T × 0.5 byte × 1.2 = 1680 GB), so it is applied once, without the
+  utilization on top (as the public site does);
+* **the KV cache**, computed the way vLLM 0.33.0 computes it at start-up, per
+  GPU in GiB, one term per line of its profiler (``vllm/v1/worker/gpu_worker.py``
+  ``determine_available_memory``, lines 641-818, and
+  ``vllm/utils/mem_utils.py`` ``memory_profiling``, lines 230-321)::
+
+      Available KV cache memory =  torch-visible memory × --gpu-memory-utilization
+                                   − weights per rank
+                                   − non-torch memory
+                                   − activation peak (forward vs sampler)
+                                   − CUDA-graph memory (none with --enforce-eager)
+                                   − encoder profiling (multimodal models)
+
+  then split into blocks over the layers that hold KV (``kv_cache``) the way
+  ``vllm/v1/core/kv_cache_planning.py`` and ``kv_cache_utils.py`` do, giving
+  vLLM's own log line ``GPU KV cache size: N tokens, Maximum concurrency for
+  L tokens per request: X.XXx`` (``kv_cache_utils.py:1136-1153``).
+
+Each constant below names its source: a vLLM 0.33.0 source line (the wheel in
+``.cache/vllm``) or a published measurement. What is an estimate, and what it
+assumes, is said in ``Capacity.assumptions`` (shown with the plan).
 
 "KV offload moves KV cache, never weights" (seed): offload never enters here.
-A layout (``composer.parallel.Layout``) tells this module how many GPUs hold
-one replica (``replica_gpus``), its TP and PP sizes and what its token count
-counts (``token_scope``); nothing here depends on the parallel kind itself.
+A layout (``composer.parallel.Layout``) tells this module its TP, PP and DP
+sizes and how many GPUs hold one replica; nothing here reads a strategy's id.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+import math
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Mapping, Optional
+
+from composer.model_facts import model_facts  # at import: the browser's memory snapshot holds only imported modules
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only (no import cycle at run time)
     from composer.context import RecipeContext
+    from composer.model_facts import ModelFacts
     from composer.parallel import Layout
 
-DEFAULT_GPU_UTIL = 0.9
-"""vLLM's default ``--gpu-memory-utilization``."""
+GIB = 1024 ** 3
+"""vLLM prints every memory figure of its start-up in GiB (``format_gib``)."""
+DEFAULT_GPU_UTIL = 0.92
+"""vLLM's default ``--gpu-memory-utilization`` (``vllm/config/cache.py:215``:
+``Field(default=0.92, gt=0, le=1)``)."""
 DEFAULT_HEADROOM = 1.2
 """Headroom factor a ``vram_minimum_gb`` includes when the variant gives none
 (the seed's estimate: parameters × bytes per parameter × 1.2)."""
-RUNTIME_OVERHEAD_GB = 2.0
-"""GPU memory per GPU that is neither weights nor KV cache (CUDA context, NCCL
-buffers, activation peak), in GB: a round figure of vLLM's start-up profiling."""
 KV_MIN_SHARE = 0.05
-"""Smallest KV cache, as a share of the usable memory, for which the TP
+"""Smallest KV cache, as a share of the requested memory, for which the TP
 auto-fit takes fewer GPUs (when the model's geometry is not given)."""
 KV_DTYPE_BYTES = {"fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "fp8_inc": 1.0, "fp8_ds_mla": 1.0, "int8_per_token_head": 1.0,
                   "fp8_per_token_head": 1.0, "nvfp4": 0.5625, "nvfp4_ds_mla": 0.5625}
 """Bytes per KV element by ``--kv-cache-dtype`` (auto, bfloat16, float16: 2)."""
+FP8_DS_MLA_TOKEN_BYTES = 656
+"""Bytes per token and layer of the ``fp8_ds_mla`` cache: 512 fp8 latent values,
+four fp32 scales and a 64-wide bf16 rope key
+(``vllm/v1/attention/backends/mla/flashmla_sparse.py:79``)."""
+BLOCK_SIZE = 16
+"""Tokens per KV block when ``--block-size`` is unset
+(``vllm/config/cache.py:185`` ``DEFAULT_BLOCK_SIZE``)."""
+HYBRID_BLOCK_ALIGN = 16
+"""A hybrid model's attention block is widened until its page holds a
+linear-attention state (``kv_cache_planning.py:346-409``
+``unify_kv_cache_spec_page_size``), in multiples of this many tokens: a public
+vLLM log of Qwen3-Next on 2 × H200 (7,162 blocks of 47,878,721,024 bytes over
+12 layers, 557 KB per layer page) shows a 544-token block for a 536-token state."""
+ASYNC_BATCHES = 2
+"""Batches in flight with async scheduling (vLLM's default) and PP 1
+(``vllm/config/vllm.py:588-598`` ``max_concurrent_batches``; PP stages
+otherwise): a sliding-window layer holds ``window − 1 + batches ×
+max_num_batched_tokens`` tokens per request (``kv_cache_interface.py:918-944``)."""
+SAMPLER_BYTES_PER_LOGIT = 38.5
+"""Peak bytes per (sequence × vocabulary entry) of the dummy sampler run
+(``gpu_model_runner.py:5866-5930`` ``_dummy_sampler_run``: float32 logits,
+top-k/top-p sorting). Measured: llm-d's H100 profiles (1,024 sequences) give
+5.56 GiB for Qwen3 (vocab 151,936: 38.4 B), 4.76 GiB for Llama 3.1
+(128,256: 38.9 B), 7.38 GiB for gpt-oss (201,088: 38.5 B); a public Qwen3-Next
+log on H200 gives 5.58 GiB (38.5 B). Source:
+https://github.com/llm-d/llm-d-benchmark/blob/main/config_explorer/empirical-vllm-memory-results.md"""
+FORWARD_BYTES_PER_TOKEN_HIDDEN = 32
+"""Estimate: bytes live at the peak of the profile forward pass per batched
+token and unit of ``hidden_size`` (about sixteen bf16 hidden-wide tensors:
+residual, norms, QKV and MLP intermediates). Only decides the activation peak
+when it beats the sampler run; none of the published profiles do (Llama 3.3
+70B at 8,192 tokens: ≤ 2 GiB against 4.84 GiB measured)."""
+NON_TORCH_GIB = (0.13, 0.55)
+"""Non-torch memory per GPU (CUDA context, cuBLAS workspaces; NCCL and custom
+all-reduce buffers once a GPU talks to others), in GiB: alone, and in a TP/DP/EP
+group. Measured by llm-d on H100 (0.13 at TP 1 for every model, 0.55 at TP 2).
+An estimate for larger groups: a public H200 TP 2 log shows 1.38."""
+CUDAGRAPH_GIB = (0.5, 1.5)
+"""Estimate of ``profile_cudagraph_memory`` (``gpu_model_runner.py:6268``,
+subtracted by default since 0.21: ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``,
+``envs.py:2219``), alone and in a group, in GiB: llm-d's H100 graphs took 0.1 to
+1.03 GiB on one GPU; a public H200 TP 2 log, 2.37 GiB (134 graphs, MoE)."""
+ENCODER_GIB = 1.0
+"""Estimate of the encoder profiling of a multimodal model
+(``gpu_model_runner.py:6073-6130``: a dummy batch at the encoder budget), in
+GiB; none with ``--language-model-only``. Not measured here: expect ± 1 GiB."""
+BATCH_DEFAULTS = ((160.0, 16384, 1024), (70.0, 8192, 1024), (0.0, 2048, 256))
+"""vLLM's ``--max-num-batched-tokens`` / ``--max-num-seqs`` for the API server
+when unset, by the GPU's torch-visible memory in GiB (``vllm/engine/arg_utils.py:2973-3006``
+``get_batch_defaults``: ≥ 160 GiB, ≥ 70 GiB (not A100 or GB10), else)."""
 
 
 def weights_fit(weights_gb: float | None, hbm_gb: float) -> bool:
@@ -55,10 +120,95 @@ def weights_fit(weights_gb: float | None, hbm_gb: float) -> bool:
     return weights_gb is None or weights_gb <= hbm_gb
 
 
+# ----- the command's memory flags ---------------------------------------------
+
+@dataclass(frozen=True)
+class Flags:
+    """The flags of a command the memory model reads (None: vLLM's default).
+    ``max_model_len`` is the raw value (``128k``, ``auto``)."""
+
+    util: float = DEFAULT_GPU_UTIL
+    kv_dtype: Optional[str] = None
+    max_model_len: Optional[str] = None
+    max_num_seqs: Optional[int] = None
+    max_num_batched_tokens: Optional[int] = None
+    enforce_eager: bool = False
+    dcp: int = 1
+    block_size: Optional[int] = None
+    language_model_only: bool = False
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Optional[str]], util: float | None = None) -> "Flags":
+        """From canonical flag names → value (None for a boolean switched on;
+        absent: unset). ``util`` overrides ``gpu-memory-utilization``."""
+        from composer.vllm_cli import human_int
+
+        def num(key: str) -> int | None:
+            v = values.get(key)
+            n = human_int(str(v)) if v is not None else None
+            return n if n is not None and n > 0 else None
+
+        if util is None:
+            try:
+                util = float(values.get("gpu-memory-utilization") or DEFAULT_GPU_UTIL)
+            except ValueError:
+                util = DEFAULT_GPU_UTIL
+        return cls(util=util, kv_dtype=values.get("kv-cache-dtype"), max_model_len=values.get("max-model-len"),
+                   max_num_seqs=num("max-num-seqs"), max_num_batched_tokens=num("max-num-batched-tokens"),
+                   enforce_eager="enforce-eager" in values and values["enforce-eager"] in (None, "true", "True", "1"),
+                   dcp=num("decode-context-parallel-size") or 1, block_size=num("block-size"),
+                   language_model_only="language-model-only" in values)
+
+    @classmethod
+    def from_argv(cls, argv, util: float | None = None) -> "Flags":
+        """From a composed command's argv (``vllm serve <model> --flag value …``)."""
+        from composer.argv import ArgvError, parse_tokens
+
+        try:
+            units = parse_tokens([t for t in argv[3:]])
+        except ArgvError:
+            return cls(util=util if util is not None else DEFAULT_GPU_UTIL)
+        values: dict[str, Optional[str]] = {}
+        for u in units:
+            if u.enabled:
+                values[u.key] = u.value
+            else:
+                values.pop(u.key, None)
+        return cls.from_values(values, util)
+
+
+# ----- the result ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Term:
+    """One line of vLLM's memory profile, per GPU: ``name``, ``gib``, and
+    ``source`` (the vLLM line or measurement it follows; "estimate" when it is one)."""
+
+    name: str
+    gib: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Lever:
+    """What a change would give: ``change`` in words, the KV tokens and the
+    maximum concurrency at the max-model-len in force after it."""
+
+    change: str
+    kv_tokens: Optional[int]
+    concurrency: Optional[float]
+
+
 @dataclass(frozen=True)
 class Capacity:
-    """Weights and KV cache of one replica on the GPUs that hold it. Sizes in
-    GB (10^9 bytes); ``util`` is the ``--gpu-memory-utilization`` in force."""
+    """Weights and KV cache of one replica on the GPUs that hold it.
+
+    Recipe sizes in GB (10^9 bytes): ``weights_gb`` (with headroom), ``hbm_gb``
+    (the vendor HBM of the replica's ``gpus``). vLLM's terms per GPU in GiB:
+    ``torch_gib`` × ``util`` = ``requested_gib``; ``weights_gib`` (per rank),
+    ``terms`` (every subtraction), ``kv_gib`` (available KV cache memory);
+    ``kv_tokens`` and ``concurrency`` as vLLM logs them (per DP rank for DEP:
+    ``token_scope``); ``world_size`` the GPUs all of the deployment's ranks use."""
 
     weights_gb: float | None
     gpus: int
@@ -69,31 +219,60 @@ class Capacity:
     overhead_gb: float = 0.0
     kv_gb: float | None = None
     kv_tokens: int | None = None
-    """KV cache capacity in tokens per replica (per DP rank for DEP), when the
-    recipe gives the attention geometry."""
     max_model_len: int | None = None
     max_model_len_explicit: bool = False
     token_scope: str = ""
-    """What ``kv_tokens`` counts when it is not the whole replica (" per DP rank")."""
+    torch_gib: float = 0.0
+    requested_gib: float = 0.0
+    weights_gib: float | None = None
+    kv_gib: float | None = None
+    terms: tuple[Term, ...] = ()
+    concurrency: float | None = None
+    context: int | None = None
+    context_concurrency: float | None = None
+    assumptions: tuple[str, ...] = ()
+    levers: tuple[Lever, ...] = ()
+    world_size: int = 0
+    tokens_for: Optional[object] = field(default=None, compare=False, repr=False)
+    """``(kv_gib) -> (tokens, concurrency)`` at the max-model-len in force (the
+    block geometry of this capacity), for levers and fixes."""
 
     @property
     def weights_fit(self) -> bool:
         return weights_fit(self.weights_gb, self.hbm_gb)
 
     @property
+    def holds_one_sequence(self) -> bool:
+        """Whether the KV cache holds one sequence of the max-model-len in force
+        (True when either is unknown): vLLM refuses to start otherwise
+        (``kv_cache_planning.py:50-87`` ``_check_enough_kv_cache_memory``)."""
+        return self.concurrency is None or not self.max_model_len or self.concurrency >= 1.0
+
+    @property
     def fits(self) -> bool:
-        """The weights fit and leave room for KV cache (and, when the command
-        sets ``--max-model-len`` and the geometry is known, one sequence of it)."""
+        """The weights fit, leave room for KV cache, and (with the geometry) it
+        holds one sequence of the max-model-len in force, explicit or the model's."""
         if not self.weights_fit:
             return False
-        if self.kv_gb is not None and self.kv_gb <= 0:
+        if self.kv_gib is not None and self.kv_gib <= 0:
             return False
-        return not (self.max_model_len_explicit and self.kv_tokens is not None and self.max_model_len
-                    and self.kv_tokens < self.max_model_len)
+        return self.holds_one_sequence
 
     @property
     def share(self) -> float | None:
         return None if self.weights_gb is None or not self.hbm_gb else self.weights_gb / self.hbm_gb
+
+    def log_lines(self) -> tuple[str, ...]:
+        """What vLLM would print at start, per GPU, in its own words
+        (``gpu_worker.py:773`` and ``kv_cache_utils.py:1146-1153``)."""
+        if self.kv_gib is None:
+            return ()
+        lines = [f"Model loading took {self.weights_gib:.2f} GiB memory",
+                 f"Available KV cache memory: {self.kv_gib:.2f} GiB"]
+        if self.kv_tokens is not None and self.max_model_len and self.concurrency is not None:
+            lines.append(f"GPU KV cache size: {self.kv_tokens:,} tokens, Maximum concurrency for "
+                         f"{self.max_model_len:,} tokens per request: {self.concurrency:.2f}x")
+        return tuple(lines)
 
     def describe(self, where: str) -> str:
         if self.weights_gb is None:
@@ -101,53 +280,383 @@ class Capacity:
         pct = round(100 * (self.share or 0))
         gpus = f"{self.gpus} GPU{'s' if self.gpus != 1 else ''}"
         text = f"{self.weights_gb:g} GB of weights on {where}: {gpus}, {self.hbm_gb:g} GB of HBM, {pct} %"
-        if self.kv_gb is None:
+        if self.kv_gib is None:
             return text + "."
         if not self.weights_fit:
             return text + ": the weights do not fit."
-        text += (f"; at gpu-memory-utilization {self.util:g}, {self.usable_gb:g} GB usable minus {self.weights_raw_gb:g} GB of "
-                 f"raw weights (without the recipe's headroom) and {self.overhead_gb:g} GB of runtime overhead leaves "
-                 f"{self.kv_gb:g} GB for the KV cache")
-        if self.kv_gb <= 0:
+        subtract = ", ".join(f"{t.gib:.2f} {t.name}" for t in self.terms)
+        text += (f". Per GPU, as vLLM counts it: {self.torch_gib:g} GiB × gpu-memory-utilization {self.util:g} = "
+                 f"{self.requested_gib:.2f} GiB, minus {subtract} leaves {self.kv_gib:.2f} GiB for the KV cache")
+        if self.kv_gib <= 0:
             return text + ": no room for the KV cache."
-        if self.kv_tokens is not None:
-            text += f" (~{self.kv_tokens:,} tokens{self.token_scope})"
+        if self.kv_tokens is not None and self.concurrency is not None and self.max_model_len:
+            text += (f": GPU KV cache size {self.kv_tokens:,} tokens{self.token_scope}, maximum concurrency for "
+                     f"{self.max_model_len:,} tokens per request {self.concurrency:.2f}x")
+            if self.context and self.context_concurrency is not None and self.context != self.max_model_len:
+                text += f" ({self.context_concurrency:.2f}x for {self.context:,})"
         else:
-            text += " (tokens not estimated: the recipe gives no attention geometry)"
-        return text + "."
+            text += " (tokens not estimated: the model's attention geometry is unknown)"
+        text += "."
+        if self.levers:
+            text += " Most change: " + "; ".join(
+                f"{lv.change} → {lv.kv_tokens:,} tokens, {lv.concurrency:.2f}x" if lv.kv_tokens is not None and lv.concurrency is not None
+                else f"{lv.change} → n/a" for lv in self.levers) + "."
+        return text
 
-    def check(self, scope: str, where: str):
+    def check(self, scope: str, where: str, host_gib_per_node: float | None = None):
         """The plan's ``CapacityCheck`` of this capacity for ``scope`` on ``where``."""
-        from composer.outputs import CapacityCheck
+        from composer.outputs import CapacityCheck, CapacityLever, MemoryTerm
 
-        return CapacityCheck(scope, where, self.weights_gb, self.hbm_gb, self.util, self.usable_gb, self.fits,
-                             None if self.share is None else round(self.share, 4), self.describe(where),
-                             gpus=self.gpus, kv_gb=self.kv_gb, kv_tokens=self.kv_tokens)
+        return CapacityCheck(
+            scope, where, self.weights_gb, self.hbm_gb, self.util, self.usable_gb, self.fits,
+            None if self.share is None else round(self.share, 4), self.describe(where),
+            gpus=self.gpus, kv_gb=self.kv_gb, kv_tokens=self.kv_tokens, world_size=self.world_size,
+            torch_gib=self.torch_gib, requested_gib=_r(self.requested_gib), weights_gib=_r(self.weights_gib),
+            kv_gib=_r(self.kv_gib), terms=tuple(MemoryTerm(t.name, _r(t.gib), t.source) for t in self.terms),
+            max_model_len=self.max_model_len, max_model_len_explicit=self.max_model_len_explicit,
+            max_concurrency=_r(self.concurrency), context=self.context, context_concurrency=_r(self.context_concurrency),
+            log=self.log_lines(), levers=tuple(CapacityLever(lv.change, lv.kv_tokens, _r(lv.concurrency)) for lv in self.levers),
+            assumptions=self.assumptions, host_kv_gib_per_node=host_gib_per_node)
 
+
+def _r(x: float | None, nd: int = 2) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+# ----- the terms ----------------------------------------------------------------
+
+def torch_gib(ctx: RecipeContext, hw_id: str) -> float:
+    """Memory torch reports per GPU (``torch.cuda.mem_get_info`` total), GiB:
+    the hardware profile's ``torch_memory_gib`` (taxonomy, with its source)."""
+    return ctx.hw(hw_id).torch_gib_per_gpu
+
+
+def batch_defaults(total_gib: float) -> tuple[int, int]:
+    """``(max_num_batched_tokens, max_num_seqs)`` vLLM's API server takes when
+    unset, for a GPU of ``total_gib`` (``BATCH_DEFAULTS``)."""
+    for floor, tokens, seqs in BATCH_DEFAULTS:
+        if total_gib >= floor:
+            return tokens, seqs
+    return BATCH_DEFAULTS[-1][1], BATCH_DEFAULTS[-1][2]
+
+
+def raw_weights_gb(ctx: RecipeContext, variant_id: str, task: str | None, hw_id: str) -> tuple[float | None, str]:
+    """``(GB, where from)`` of the weights themselves: the variant's
+    ``checkpoint_gb`` (the checkpoint's real size) when given, else
+    ``vram_minimum_gb`` ÷ its ``headroom`` (the seed's 1.2 when unset)."""
+    v = ctx.variant(variant_id)
+    own = getattr(v, "checkpoint_gb", None)
+    if own and not ctx.is_omni:
+        return float(own), "the checkpoint's size (variant checkpoint_gb)"
+    weights = ctx.weights_gb(variant_id, task, hw_id)
+    if weights is None:
+        return None, ""
+    hr = v.headroom or DEFAULT_HEADROOM
+    return weights / hr, f"vram_minimum_gb {weights:g} ÷ headroom {hr:g}"
+
+
+def replicated_params(facts: ModelFacts) -> float | None:
+    """Parameters every DP rank of a DP+EP deployment holds whole (attention and
+    embeddings; estimate from the geometry), or None when unknown. MLA's
+    projections, dense MLP layers and shared experts are not counted (unknown
+    widths), so this is a lower bound."""
+    h, v, n = facts.get("hidden_size"), facts.get("vocab_size"), facts.get("num_hidden_layers")
+    if not (h and v and n):
+        return None
+    emb = v * h * (1 if facts.get("tie_word_embeddings") else 2)
+    heads, kv, hd = facts.num_attention_heads, facts.num_key_value_heads, facts.head_dim()
+    if facts.use_mla or not (heads and kv and hd):
+        return float(emb)
+    attn = n * (2 * h * heads * hd + 2 * h * kv * hd)
+    return float(emb + attn)
+
+
+def weights_per_gpu(ctx: RecipeContext, lay: Layout, raw_gb: float, facts: ModelFacts,
+                    params_b: float | None) -> tuple[float, str | None]:
+    """Weights one rank holds, GiB, and the assumption behind it (or None).
+    TP and PP split the weights (each rank 1/(TP × PP)); with DP + EP the
+    routed experts split over all EP ranks while attention and embeddings are
+    replicated on every DP rank (vLLM loads the non-expert weights per DP rank)."""
+    raw_gib = raw_gb * 1e9 / GIB
+    shard = max(1, lay.tp) * max(1, lay.pp)
+    if not (lay.kind.kv_per_dp_rank and lay.dp > 1):
+        return raw_gib / shard, None
+    ep = max(1, lay.dp) * max(1, lay.tp)
+    rep = replicated_params(facts)
+    if rep is None or not params_b:
+        return raw_gib / ep, ("the share of non-expert weights is unknown: the weights are taken as split evenly "
+                              f"over the {ep} DP × EP ranks (a lower bound: attention and embeddings are replicated on "
+                              "every DP rank)")
+    share = min(1.0, rep / (params_b * 1e9))
+    per = raw_gib * share / shard + raw_gib * (1 - share) / ep
+    return per, (f"attention and embeddings (~{rep / 1e9:.1f}B of {params_b:g}B parameters, from the model's "
+                 f"geometry) are replicated on every DP rank; the rest split over {ep} EP ranks")
+
+
+def activation_gib(facts: ModelFacts, batched: int, seqs: int) -> tuple[float, str, str | None]:
+    """``(GiB, which run, assumption)`` of the profile run's activation peak:
+    the larger of the forward pass at ``batched`` tokens and the sampler run
+    over ``seqs`` × vocabulary (``gpu_model_runner.py:6132-6139``: ``_dummy_run(
+    max_num_tokens)`` then ``_dummy_sampler_run`` on one row per sequence)."""
+    vocab, hidden = facts.get("vocab_size"), facts.get("hidden_size")
+    note = None
+    if not vocab:
+        vocab, note = 152064, "the vocabulary size is unknown: 152,064 is assumed (the sampler run tracks it)"
+    sampler = seqs * vocab * SAMPLER_BYTES_PER_LOGIT / GIB
+    forward = batched * (hidden or 0) * FORWARD_BYTES_PER_TOKEN_HIDDEN / GIB
+    if forward > sampler:
+        return forward, f"forward pass at {batched:,} batched tokens (estimate)", note
+    return sampler, f"sampler run over {seqs:,} sequences × {vocab:,} vocabulary", note
+
+
+# ----- KV geometry ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class KvGeometry:
+    """The KV layout of one rank: layer counts by kind, bytes per token of one
+    attention layer (``token_bytes``), the linear-attention state of one layer
+    and request (``state_bytes``), the sliding ``window`` and the block size."""
+
+    full: int
+    sliding: int
+    linear: int
+    token_bytes: float
+    state_bytes: float
+    window: int
+    block: int
+    assumptions: tuple[str, ...] = ()
+
+    def _groups(self) -> tuple[int, int, int, int]:
+        """``(group_size, full groups, sliding groups, linear groups)``
+        (``kv_cache_planning.py:416-557`` ``_get_kv_cache_groups_uniform_page_size``:
+        the group size is the fewest layers of a kind, or the most when no kind
+        has 1.5 × the fewest)."""
+        counts = [c for c in (self.full, self.sliding, self.linear) if c]
+        if not counts:
+            return 1, 0, 0, 0
+        lo, hi = min(counts), max(counts)
+        size = hi if hi < lo * 1.5 else lo
+        return size, -(-self.full // size), -(-self.sliding // size), -(-self.linear // size)
+
+    def num_blocks(self, kv_gib: float) -> int:
+        """Blocks of the shared pool: available memory ÷ (page × group size)
+        (``kv_cache_planning.py:681``)."""
+        size, *_ = self._groups()
+        return int(kv_gib * GIB // (self.block * self.token_bytes * size))
+
+    def blocks_per_request(self, length: int, dcp: int, batched: int, batches: int) -> int:
+        """Blocks one request of ``length`` tokens takes over all groups
+        (``kv_cache_utils.py:1061-1093``): full attention ``cdiv(cdiv(len,
+        DCP), block)`` (``kv_cache_interface.py:643-648``), sliding window its
+        window plus the in-flight tokens (``:918-944``), linear attention one
+        state block (``:1135-1141``, ``mamba_cache_mode`` none)."""
+        _, gf, gs, gl = self._groups()
+        full = _cdiv(_cdiv(length, max(1, dcp)), self.block)
+        slide = _cdiv(min(self.window - 1 + batches * batched, length), self.block) + 1 if gs else 0
+        return gf * full + gs * slide + gl
+
+    def capacity(self, kv_gib: float, length: int, dcp: int, batched: int, batches: int) -> tuple[int, float]:
+        """``(GPU KV cache size in tokens, maximum concurrency)`` for
+        ``length`` tokens per request (``kv_cache_utils.py:1120-1127``:
+        ``int(concurrency × max_model_len)``)."""
+        per = self.blocks_per_request(length, dcp, batched, batches)
+        if per <= 0 or kv_gib <= 0:
+            return 0, 0.0
+        conc = self.num_blocks(kv_gib) / per
+        return int(conc * length), conc
+
+
+def kv_geometry(facts: ModelFacts, lay: Layout, kv_dtype: str | None, block: int | None) -> KvGeometry | None:
+    """The KV layout of one rank of ``lay`` from the model facts, or None when
+    the attention geometry is unknown. MLA caches one latent (``kv_lora_rank``
+    + ``qk_rope_head_dim``) whole on every TP rank; GQA splits its KV heads over
+    TP down to one per rank (``config/model.py`` ``get_num_kv_heads``); PP
+    splits the layers (vLLM sizes every stage alike: the first stage's count is used)."""
+    kinds = facts.layer_kinds()
+    if not kinds or facts.use_mla is None and facts.get("model_type"):
+        return None  # an MLA model whose latent width is unknown (ModelFacts.use_mla)
+    dtype = kv_dtype or "auto"
+    elem = KV_DTYPE_BYTES.get(dtype, 2.0)
+    notes: list[str] = []
+    if facts.get("kv_lora_rank"):
+        per = FP8_DS_MLA_TOKEN_BYTES if dtype == "fp8_ds_mla" else (facts.get("kv_lora_rank") + (facts.get("qk_rope_head_dim") or 0)) * elem
+    else:
+        kv, hd = facts.num_key_value_heads, facts.head_dim()
+        if not (kv and hd):
+            return None
+        per = 2 * max(1, -(-kv // max(1, lay.tp))) * hd * elem
+    pp = max(1, lay.pp)
+    full, sliding, linear = (-(-kinds[k] // pp) for k in ("full", "sliding", "linear"))
+    state = 0.0
+    bs = block or BLOCK_SIZE
+    if linear:
+        found = linear_state_bytes(facts, lay.tp)
+        if found is None:
+            notes.append(f"the state size of the {kinds['linear']} linear-attention layers is unknown: they are not counted")
+            linear = 0
+        else:
+            state = found
+            bs = max(bs, _cdiv(math.ceil(state / per), HYBRID_BLOCK_ALIGN) * HYBRID_BLOCK_ALIGN)
+    window = int(facts.get("sliding_window") or 0)
+    if sliding and not window:
+        notes.append("the sliding window is unknown: sliding layers are counted as full attention")
+        full, sliding = full + sliding, 0
+    return KvGeometry(full, sliding, linear, per, state, window, bs, tuple(notes))
+
+
+def _cdiv(a: int, b: int) -> int:
+    """Ceiling division, as vLLM's ``cdiv``."""
+    return -(-a // b)
+
+
+def linear_state_bytes(facts: ModelFacts, tp: int) -> float | None:
+    """Bytes of one Gated DeltaNet layer's state for one request on one TP rank
+    (``vllm/model_executor/layers/mamba/mamba_utils.py:272-293``
+    ``gated_delta_net_state_shape``: conv state (kernel − 1) × (2·k_heads·k_dim +
+    v_heads·v_dim)/TP, temporal state v_heads/TP × v_dim × k_dim, both in the
+    model dtype, ``:98-110``), or None without the ``linear_*`` facts."""
+    nk, nv = facts.get("linear_num_key_heads"), facts.get("linear_num_value_heads")
+    dk, dv, kern = facts.get("linear_key_head_dim"), facts.get("linear_value_head_dim"), facts.get("linear_conv_kernel_dim")
+    if not (nk and nv and dk and dv and kern):
+        return None
+    tp = max(1, tp)
+    conv = (kern - 1) * (dk * nk * 2 + dv * nv) / tp
+    temporal = (nv / tp) * dv * dk
+    return (conv + temporal) * 2
+
+
+# ----- the model ------------------------------------------------------------------
 
 def capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, util: float, task: str | None = None,
-             kv_dtype: str | None = None, max_model_len: str | None = None) -> Capacity:
-    """The memory model (module docstring) of one replica of ``lay``.
-    ``kv_dtype`` and ``max_model_len`` are the command's ``--kv-cache-dtype``
-    and ``--max-model-len`` values when known (None: vLLM's defaults)."""
+             kv_dtype: str | None = None, max_model_len: str | None = None, flags: Flags | None = None,
+             context: int | None = None) -> Capacity:
+    """The memory model (module docstring) of one replica of ``lay`` on
+    ``hw_id``. ``flags`` are the command's memory flags (else built from
+    ``util``, ``kv_dtype``, ``max_model_len``: vLLM's defaults for the rest);
+    ``context`` a length to state the concurrency for as well."""
+    if flags is None:
+        flags = Flags(util=util, kv_dtype=kv_dtype, max_model_len=max_model_len)
     hw = ctx.hw(hw_id)
     gpus = lay.replica_gpus
     hbm = round(hw.gb_per_gpu * gpus, 1)
     weights = ctx.weights_gb(variant_id, task, hw_id)
-    usable = round(hbm * util, 1)
+    total = torch_gib(ctx, hw_id)
+    requested = total * flags.util
+    usable = round(hbm * flags.util, 1)
+    world = _world_size(lay)
+    mml, explicit = _max_model_len(ctx, flags.max_model_len, variant_id)
     if weights is None:
-        return Capacity(None, gpus, hbm, util, usable)
-    raw = round(weights / (ctx.variant(variant_id).headroom or DEFAULT_HEADROOM), 1)
-    overhead = round(RUNTIME_OVERHEAD_GB * gpus, 1)
-    kv = round(usable - raw - overhead, 1)
-    tokens = kv_tokens(ctx, lay, kv, kv_dtype) if kv > 0 else None
-    mml, explicit = _max_model_len(ctx, max_model_len)
-    return Capacity(weights, gpus, hbm, util, usable, raw, overhead, kv, tokens, mml, explicit, lay.token_scope)
+        return Capacity(None, gpus, hbm, flags.util, usable, torch_gib=total, requested_gib=requested, world_size=world,
+                        max_model_len=mml, max_model_len_explicit=explicit)
+    facts = model_facts(ctx, variant_id)
+    raw_gb, raw_from = raw_weights_gb(ctx, variant_id, task, hw_id)
+    assert raw_gb is not None
+    notes: list[str] = [f"torch sees {total:g} GiB per {hw.display_name} GPU ({hw.torch_memory_source or 'derived'})",
+                        f"weights: {raw_from}"]
+    w_gib, w_note = weights_per_gpu(ctx, lay, raw_gb, facts, _params_b(ctx, variant_id))
+    if w_note:
+        notes.append(w_note)
+    d_batched, d_seqs = batch_defaults(total)
+    batched = flags.max_num_batched_tokens or d_batched
+    seqs = flags.max_num_seqs or d_seqs
+    if not (flags.max_num_batched_tokens and flags.max_num_seqs):
+        notes.append(f"vLLM's defaults for a {total:g} GiB GPU: --max-num-batched-tokens {d_batched}, "
+                     f"--max-num-seqs {d_seqs} (engine/arg_utils.py:2973-3006)")
+    group = world > 1
+    non_torch = NON_TORCH_GIB[1 if group else 0]
+    act, act_run, act_note = activation_gib(facts, batched, seqs)
+    if act_note:
+        notes.append(act_note)
+    terms = [Term("GiB weights per rank", w_gib, "model_runner.model_memory_usage"),
+             Term("GiB non-torch memory", non_torch, "llm-d H100 measurement" + (" (estimate beyond TP 2)" if group else "")),
+             Term(f"GiB activation peak ({act_run})", act, "gpu_model_runner.py:6132-6139 profile_run")]
+    if not flags.enforce_eager:
+        terms.append(Term("GiB CUDA-graph memory", CUDAGRAPH_GIB[1 if group else 0],
+                          "gpu_worker.py:702-724, estimate (none with --enforce-eager)"))
+    if _multimodal(ctx) and not flags.language_model_only:
+        terms.append(Term("GiB encoder profiling", ENCODER_GIB, "gpu_model_runner.py:6073-6130, estimate"))
+        notes.append("multimodal: the encoder's profile run is estimated at 1 GiB")
+    kv_gib = requested - sum(t.gib for t in terms)
+    kv_gb = round(kv_gib * GIB * gpus / 1e9, 1)
+    geo = kv_geometry(facts, lay, flags.kv_dtype, flags.block_size)
+    batches = ASYNC_BATCHES if max(1, lay.pp) == 1 else max(1, lay.pp)
+    tokens = conc = ctx_conc = None
+    fn = None
+    if geo is not None and mml:
+        notes.extend(geo.assumptions)
+        if flags.dcp > 1:
+            notes.append(f"decode context parallel {flags.dcp}: each rank holds 1/{flags.dcp} of a sequence's KV")
+
+        def fn(kv: float, length: int = mml, _g=geo) -> tuple[int, float]:
+            return _g.capacity(kv, length, flags.dcp, batched, batches)
+
+        tokens, conc = fn(kv_gib) if kv_gib > 0 else (0, 0.0)
+        if context:
+            ctx_conc = geo.capacity(kv_gib, context, flags.dcp, batched, batches)[1] if kv_gib > 0 else 0.0
+    elif geo is None:
+        notes.append("the model's attention geometry is unknown: KV tokens are not estimated")
+    return Capacity(weights, gpus, hbm, flags.util, usable, round(raw_gb, 1), 0.0, kv_gb, tokens, mml, explicit,
+                    lay.token_scope, total, requested, w_gib, kv_gib, tuple(terms), conc, context, ctx_conc,
+                    tuple(notes), (), world, fn)
 
 
-def _max_model_len(ctx: RecipeContext, value: str | None) -> tuple[int | None, bool]:
+def with_levers(cap: Capacity, extra: tuple[tuple[str, Capacity | None], ...] = ()) -> Capacity:
+    """``cap`` with the changes that move it most, each with its figure:
+    gpu-memory-utilization 0.95 (when lower), half the max-model-len (when
+    above 8k), and the ``extra`` alternatives the caller computed (an fp8 KV
+    cache, more GPUs: ``(label, capacity)``)."""
+    fn = cap.tokens_for
+    if fn is None or cap.kv_gib is None or not cap.max_model_len:
+        return cap
+    out: list[Lever] = []
+    if cap.util < 0.95:
+        kv = cap.kv_gib + cap.torch_gib * (0.95 - cap.util)
+        out.append(Lever("gpu-memory-utilization 0.95", *fn(kv)))  # type: ignore[operator]
+    for label, other in extra:
+        if other is not None and other.kv_tokens is not None and other.concurrency is not None:
+            out.append(Lever(label, other.kv_tokens, other.concurrency))
+    if cap.max_model_len > 8192:
+        half = cap.max_model_len // 2
+        t, c = fn(cap.kv_gib, half) if cap.kv_gib > 0 else (0, 0.0)  # type: ignore[operator]
+        out.append(Lever(f"--max-model-len {half:,}", t, c))
+    return replace(cap, levers=cap.levers + tuple(out))
+
+
+def _params_b(ctx: RecipeContext, variant_id: str) -> float | None:
+    """Parameters in billions: the variant's ``parameter_count_b``, else the
+    model's ``parameter_count`` ("235B", "2.8T", 70.6)."""
+    v = ctx.variant(variant_id).parameter_count_b
+    if v:
+        return float(v)
+    raw = ctx.recipe.model.parameter_count
+    if raw is None:
+        return None
+    if isinstance(raw, (int, float)):
+        return float(raw)
+    s = str(raw).strip().upper()
+    mult = {"B": 1.0, "T": 1000.0, "M": 0.001}.get(s[-1:], None)
+    try:
+        return float(s[:-1]) * mult if mult else float(s)
+    except ValueError:
+        return None
+
+
+def _multimodal(ctx: RecipeContext) -> bool:
+    """The recipe serves images or audio (``meta.tasks`` has ``multimodal``)."""
+    return "multimodal" in (ctx.recipe.meta.tasks or ())
+
+
+def _world_size(lay: Layout) -> int:
+    """GPUs all ranks of the layout use: TP × PP × DP (a TP+DP layout's DP is
+    one replica per node)."""
+    return max(1, lay.tp) * max(1, lay.pp) * max(1, lay.dp)
+
+
+def _max_model_len(ctx: RecipeContext, value: str | None, variant_id: str | None = None) -> tuple[int | None, bool]:
     """``(max-model-len in force, set by the command)``: the command's number,
-    else the model's declared context (vLLM's default is the model's maximum)."""
+    else vLLM's derived length from the model facts (``config/model.py``
+    ``_get_and_verify_max_len``, ``ModelFacts.derived_max_model_len``), else the
+    recipe's declared context."""
     if value is not None:
         from composer.vllm_cli import human_int
 
@@ -155,31 +664,19 @@ def _max_model_len(ctx: RecipeContext, value: str | None) -> tuple[int | None, b
         if n is None or n < 0:
             return None, False  # "auto" / -1: vLLM fits it to the KV cache
         return n, True
-    return ctx.recipe.model.context_length, False
+    derived = model_facts(ctx, variant_id).derived_max_model_len()
+    return derived or ctx.recipe.model.context_length, False
 
 
 def kv_tokens(ctx: RecipeContext, lay: Layout, kv_gb: float, kv_dtype: str | None) -> int | None:
-    """KV cache capacity in tokens of one replica (one DP rank for DEP), from
-    the model's attention geometry (``model.num_hidden_layers`` with
-    ``kv_lora_rank`` + ``qk_rope_head_dim`` for MLA, whose latent cache every
-    TP rank holds whole, or ``num_key_value_heads`` × ``head_dim`` for MHA/GQA,
-    split over TP down to one head per rank; PP splits the layers), or None."""
-    m = ctx.recipe.model
-    if not m.num_hidden_layers:
+    """KV cache capacity in tokens of one replica (one DP rank for DEP) for a
+    replica total of ``kv_gb`` GB, at one block per 16 tokens over every layer
+    that holds KV (``kv_geometry``), or None without the geometry."""
+    geo = kv_geometry(model_facts(ctx), lay, kv_dtype, None)
+    if geo is None:
         return None
-    elem = KV_DTYPE_BYTES.get(kv_dtype or "auto", 2.0)
-    tp = max(1, lay.tp)
-    layers_per_gpu = m.num_hidden_layers / max(1, lay.pp)
-    if m.kv_lora_rank:
-        per_gpu_token = layers_per_gpu * (m.kv_lora_rank + (m.qk_rope_head_dim or 0)) * elem
-    elif m.num_key_value_heads and m.head_dim:
-        per_gpu_token = layers_per_gpu * 2 * max(1.0, m.num_key_value_heads / tp) * m.head_dim * elem
-    else:
-        return None
-    kv_per_gpu = kv_gb * 1e9 / lay.replica_gpus
-    # A replica's GPUs share one token's KV over its TP × PP ranks; for DEP a
-    # DP rank (TP ranks of its own) keeps its own sequences.
-    return int(kv_per_gpu / per_gpu_token)
+    per_gpu = kv_gb * 1e9 / GIB / max(1, lay.replica_gpus)
+    return geo.num_blocks(per_gpu) * geo.block if per_gpu > 0 else 0
 
 
 def single_node_tp(ctx: RecipeContext, hw_id: str, variant_id: str, util: float,
@@ -190,7 +687,7 @@ def single_node_tp(ctx: RecipeContext, hw_id: str, variant_id: str, util: float,
     gives one; else the smallest power-of-two TP whose GPUs hold the weights and
     divide the attention heads (when given) and whose KV cache holds one
     sequence of the max-model-len in force (with the attention geometry) or,
-    without it, at least ``KV_MIN_SHARE`` of the usable memory; else every GPU.
+    without it, at least ``KV_MIN_SHARE`` of the requested memory; else every GPU.
     It depends on the utilization only through the KV room; the plan says when
     the utilization in force moves it (``plan``, notice ``tp-utilization``)."""
     from composer.parallel import Layout
@@ -207,11 +704,33 @@ def single_node_tp(ctx: RecipeContext, hw_id: str, variant_id: str, util: float,
     while tp < hw.gpu_count:
         lay = Layout("tp", 1, hw.gpu_count, tp=tp)
         cap = capacity(ctx, lay, hw_id, variant_id, util, None, kv_dtype, max_model_len)
-        if cap.weights_fit and cap.kv_gb is not None and cap.kv_gb > 0 and not (heads and heads % tp):
-            if cap.kv_tokens is not None and cap.max_model_len:
-                if cap.kv_tokens >= cap.max_model_len:
+        if cap.weights_fit and cap.kv_gib is not None and cap.kv_gib > 0 and not (heads and heads % tp):
+            if cap.concurrency is not None and cap.max_model_len:
+                if cap.concurrency >= 1.0:
                     return tp
-            elif cap.kv_gb >= KV_MIN_SHARE * cap.usable_gb:
+            elif cap.kv_gib >= KV_MIN_SHARE * cap.requested_gib:
                 return tp
         tp *= 2
     return hw.gpu_count
+
+
+def fits_length(cap: Capacity) -> int | None:
+    """The longest ``--max-model-len`` (a multiple of 1,024 tokens, at least
+    1,024) whose one sequence the KV cache of ``cap`` holds, or None when it
+    holds none or the geometry is unknown (vLLM's own ``estimate_max_model_len``,
+    ``kv_cache_planning.py:97-149``, searches the same way)."""
+    fn = cap.tokens_for
+    if fn is None or not cap.kv_gib or cap.kv_gib <= 0 or not cap.max_model_len:
+        return None
+    lo, hi = 0, max(1, cap.max_model_len // 1024)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fn(cap.kv_gib, mid * 1024)[1] >= 1.0:  # type: ignore[operator]
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo * 1024 if lo else None
+
+
+__all__ = ["Capacity", "Flags", "capacity", "weights_fit", "single_node_tp", "kv_geometry", "fits_length",
+           "with_levers"]

@@ -56,6 +56,12 @@ HF_KEYS: Mapping[str, str] = MappingProxyType({
     "num_experts_per_tok": "experts each token is routed to",
     "num_nextn_predict_layers": "MTP layers shipped with the checkpoint",
     "tie_word_embeddings": "whether the LM head shares the embedding matrix",
+    "moe_intermediate_size": "width of one routed expert's MLP",
+    "linear_num_key_heads": "Gated DeltaNet key heads (linear-attention layers)",
+    "linear_num_value_heads": "Gated DeltaNet value heads (linear-attention layers)",
+    "linear_key_head_dim": "Gated DeltaNet key head width",
+    "linear_value_head_dim": "Gated DeltaNet value head width",
+    "linear_conv_kernel_dim": "Gated DeltaNet short-convolution kernel (the conv state holds kernel − 1 steps)",
 })
 """The Hugging Face ``config.json`` keys our data may carry, with what each
 means. A key outside this list is a typo (tests/test_launch.py checks)."""

@@ -19,6 +19,15 @@ LEVELS = ("info", "warning", "error")
 
 
 @dataclass(frozen=True)
+class Fix:
+    """One change that resolves a notice: its ``label`` and the canonical
+    ``query`` (without ``?``) of the plan with it."""
+
+    label: str
+    query: str
+
+
+@dataclass(frozen=True)
 class Notice:
     """One notice. ``subject``/``old``/``new``/``reason`` are None unless the
     notice reports a changed value (e.g. ``nodes-raised``: subject ``nodes``,
@@ -37,6 +46,8 @@ class Notice:
     key: Optional[str] = None
     fix: Optional[str] = None
     source: Optional[str] = None
+    fixes: tuple[Fix, ...] = ()
+    """Changes that resolve it, each one click on the page (``Fix``)."""
 
     def to_dict(self) -> dict:
         """The JSON form: level, code, message, plus the data fields that are
@@ -46,6 +57,8 @@ class Notice:
             v = getattr(self, k)
             if v is not None:
                 d[k] = dict(v) if k == "values" else v
+        if self.fixes:
+            d["fixes"] = [{"label": f.label, "query": f.query} for f in self.fixes]
         return d
 
 
@@ -58,7 +71,8 @@ class Notices:
     def add(self, level: str, code: str, message: str, *, subject: str | None = None,
             old=None, new=None, reason: str | None = None, rule: str | None = None,
             values: tuple[tuple[str, str], ...] | None = None, key: str | None = None,
-            fix: str | None = None, source: str | None = None) -> None:
+            fix: str | None = None, source: str | None = None,
+            fixes: tuple[Fix, ...] = ()) -> None:
         """Add a notice (a second one with the same code and message is dropped);
         ``old``/``new`` are stored as strings."""
         assert level in LEVELS, level
@@ -66,7 +80,7 @@ class Notices:
             message = message[:1].upper() + message[1:]
         self._items.setdefault((code, message), Notice(
             level, code, message, subject, None if old is None else str(old), None if new is None else str(new), reason,
-            rule, values, key, fix, source))
+            rule, values, key, fix, source, tuple(fixes)))
 
     def items(self) -> list[Notice]:
         return list(self._items.values())

@@ -77,12 +77,39 @@ class Command:
 
 
 @dataclass(frozen=True)
+class MemoryTerm:
+    """One subtraction of vLLM's start-up memory profile, per GPU: ``name``
+    (with its unit), ``gib`` and the ``source`` it follows (``composer.memory``)."""
+
+    name: str
+    gib: Optional[float]
+    source: str
+
+
+@dataclass(frozen=True)
+class CapacityLever:
+    """What a ``change`` would give: the KV tokens and the maximum concurrency
+    at the max-model-len in force."""
+
+    change: str
+    kv_tokens: Optional[int]
+    max_concurrency: Optional[float]
+
+
+@dataclass(frozen=True)
 class CapacityCheck:
     """The memory model of one deployment or pool (``scope``: deployment |
-    prefill | decode): weights (with headroom) against the HBM of the ``gpus``
-    that hold one replica (``share`` = weights / HBM), and the KV cache left at
-    the utilization in force (``kv_gb``; ``kv_tokens`` when the recipe gives
-    the attention geometry)."""
+    prefill | decode): weights (with headroom) against the vendor HBM of the
+    ``gpus`` that hold one replica (``share`` = weights / HBM, decimal GB), and
+    the KV cache as vLLM computes it, per GPU in GiB: ``torch_gib`` ×
+    ``util`` = ``requested_gib``, minus each of ``terms`` (``weights_gib``
+    among them) = ``kv_gib``; ``kv_tokens`` and ``max_concurrency`` at the
+    ``max_model_len`` in force, ``context_concurrency`` at the ``context`` the
+    page asks for; ``log`` the lines vLLM would print; ``levers`` what would
+    change it most; ``assumptions`` what the estimate rests on;
+    ``world_size`` the GPUs all ranks of the deployment or pool use (the
+    commands' TP × PP × DP); ``host_kv_gib_per_node`` the host memory a KV
+    offload reserves per node. ``kv_gb`` is the replica's KV cache in GB."""
 
     scope: str
     where: str
@@ -96,6 +123,21 @@ class CapacityCheck:
     gpus: int = 0
     kv_gb: Optional[float] = None
     kv_tokens: Optional[int] = None
+    world_size: int = 0
+    torch_gib: float = 0.0
+    requested_gib: Optional[float] = None
+    weights_gib: Optional[float] = None
+    kv_gib: Optional[float] = None
+    terms: tuple[MemoryTerm, ...] = ()
+    max_model_len: Optional[int] = None
+    max_model_len_explicit: bool = False
+    max_concurrency: Optional[float] = None
+    context: Optional[int] = None
+    context_concurrency: Optional[float] = None
+    log: tuple[str, ...] = ()
+    levers: tuple[CapacityLever, ...] = ()
+    assumptions: tuple[str, ...] = ()
+    host_kv_gib_per_node: Optional[float] = None
 
 
 @dataclass(frozen=True)

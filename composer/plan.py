@@ -16,7 +16,7 @@ from composer import vllm_cli
 from composer.argv import ArgvError, Entry, Source, flag_value
 from composer.positions import check
 from composer.canonical import canonical_request, pinned_request
-from composer.context import RecipeContext
+from composer.context import MAX_NODES, RecipeContext
 from composer.help import flag_help
 from composer.keypaths import KeyPath
 from composer.layers import TOPOLOGY_SOURCE, CommandSpec, compose_layers
@@ -254,11 +254,33 @@ def _where(lay, hwname: str, pool: str | None = None, total: int = 0) -> str:
     return f"{lay.replica_nodes} × {hwname}"
 
 
-def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, notices: Notices) -> CapacityCheck:
-    """The memory model of one replica, with the KV dtype and max-model-len of
-    its composed command; notices for idle GPUs and a context that does not fit."""
-    cap = capacity(ctx, lay, sel.hardware, sel.variant, util, sel.task,
-                   kv_dtype=flag_value(cmd.argv, "--kv-cache-dtype"), max_model_len=flag_value(cmd.argv, "--max-model-len"))
+def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, notices: Notices,
+                 grow=None) -> CapacityCheck:
+    """The memory model of one replica, with the memory flags of its composed
+    command (``composer.memory.Flags``), the levers that move it most and, when
+    the KV cache cannot hold one sequence of the max-model-len in force (vLLM
+    refuses to start: ``kv_cache_planning.py:50-87``), an error notice
+    ``kv-capacity`` with one-click fixes — a warning ``kv-capacity-disagrees``
+    when the recipe marks the configuration verified. ``grow(n)`` is the layout
+    on ``n`` nodes (None: the node count is fixed); notices for idle GPUs too."""
+    from composer.dimensions import CONTEXTS
+    from composer.memory import Flags, with_levers
+
+    flags = Flags.from_argv(cmd.argv, util)
+    cap = capacity(ctx, lay, sel.hardware, sel.variant, util, sel.task, flags=flags, context=CONTEXTS[sel.context])
+
+    def at(layout=lay, f=flags):
+        return capacity(ctx, layout, sel.hardware, sel.variant, util, sel.task, flags=f)
+
+    fp8 = at(f=replace(flags, kv_dtype="fp8")) if cap.tokens_for is not None and (flags.kv_dtype or "auto") in (
+        "auto", "bfloat16", "float16") else None
+    more = None
+    if grow is not None and lay.nodes < MAX_NODES:
+        more = (f"{lay.nodes + 1} nodes", at(grow(lay.nodes + 1)))
+    elif lay.kind.id == "tp" and lay.nodes == 1 and lay.tp < lay.gpus_per_node:
+        more = (f"TP {min(lay.gpus_per_node, lay.tp * 2)}",
+                at(replace(lay, tp=min(lay.gpus_per_node, lay.tp * 2))))
+    cap = with_levers(cap, tuple(x for x in (("--kv-cache-dtype fp8", fp8), more) if x is not None))
     hw = ctx.hw(sel.hardware)
     if lay.used_per_node < lay.gpus_per_node:
         idle = lay.gpus_per_node - lay.used_per_node
@@ -266,24 +288,104 @@ def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, noti
                     f"{scope.capitalize() if scope != 'deployment' else 'The deployment'} uses {lay.used_per_node} of the "
                     f"{lay.gpus_per_node} GPUs of each {hw.display_name} node; {idle} per node stay idle and are not "
                     "counted as capacity.", subject="gpus", old=lay.gpus_per_node, new=lay.used_per_node)
-    if cap.weights_fit and cap.kv_tokens is not None and cap.max_model_len and cap.kv_tokens < cap.max_model_len:
-        fix = (f"a --max-model-len of at most {cap.kv_tokens:,} (Advanced: max-model-len auto), more GPUs, "
-               "or an fp8 KV cache")
-        if cap.max_model_len_explicit:
-            notices.add("error", "kv-capacity",
-                        f"The KV cache of {where} holds ~{cap.kv_tokens:,} tokens, less than one sequence of "
-                        f"--max-model-len {cap.max_model_len:,}: vLLM refuses to start. Fits: {fix}.",
-                        subject="--max-model-len", old=cap.max_model_len, new=cap.kv_tokens)
-        else:
-            # The command sets no --max-model-len: vLLM then takes the model's own
-            # maximum, which may differ from the recipe's declared context, and the
-            # KV estimate rests on the recipe's geometry. Information, not an error.
-            notices.add("info", "kv-capacity",
-                        f"The KV cache of {where} holds ~{cap.kv_tokens:,} tokens (estimated), less than the model's "
-                        f"{cap.max_model_len:,}-token context: if vLLM's default --max-model-len is that context it will "
-                        f"not start. Fits: {fix}.",
-                        subject="--max-model-len", old=cap.max_model_len, new=cap.kv_tokens)
-    return cap.check(scope, where)
+    if cap.weights_fit and (cap.kv_gib or 0) > 0 and not cap.holds_one_sequence:
+        _kv_capacity_notice(ctx, sel, lay, cap, scope, where, notices, fp8, grow, at)
+    host = _host_kv_gib(ctx, sel, cmd, lay)
+    if host is not None and hw.host_memory_gib and host > hw.host_memory_gib:
+        notices.add("warning", "kv-host-memory-exceeds",
+                    f"KV offload reserves {host:g} GiB of host memory on each {hw.display_name} node of {where}, more "
+                    f"than the node's {hw.host_memory_gib:g} GiB.", subject="--kv-transfer-config", old=host,
+                    new=hw.host_memory_gib)
+    return cap.check(scope, where, host)
+
+
+def _kv_capacity_notice(ctx, sel, lay, cap, scope, where, notices: Notices, fp8, grow, at) -> None:
+    """The ``kv-capacity`` notice of a KV cache that holds less than one
+    sequence of the max-model-len in force, with one-click fixes: vLLM's auto
+    length (Advanced ``max-model-len auto``), the fewest nodes that hold it,
+    another multi-node strategy that holds it (``_strategy_fixes``), an fp8 KV
+    cache (Advanced ``kv-cache-dtype fp8``). A warning instead of an
+    error when the recipe marks this configuration verified (``verification``)."""
+    from composer.memory import fits_length
+    from composer.notices import Fix
+
+    base = pinned_request(ctx, sel)
+    fits = fits_length(cap)
+    fixes = []
+    if "max_model_len_auto" not in sel.advanced and "max_model_len_auto" in {k.id for k in ctx.advanced_knobs(sel.strategy)}:
+        fixes.append(Fix(f"--max-model-len auto (vLLM fits it: about {fits:,} tokens here)" if fits else
+                         "--max-model-len auto", base.with_values(advanced=[*sel.advanced, "max_model_len_auto"]).query()))
+    if grow is not None:
+        for n in range(lay.nodes + 1, MAX_NODES + 1):
+            bigger = at(grow(n))
+            if bigger.weights_fit and bigger.holds_one_sequence:
+                param = f"{scope}_nodes" if scope in POOLS else "nodes"
+                fixes.append(Fix(f"{n} nodes" + (f" in the {scope} pool" if scope in POOLS else ""),
+                                 base.with_values(**{param: n}).query()))
+                break
+    if scope == "deployment" and not any(f.label.endswith(" nodes") for f in fixes):
+        fixes += _strategy_fixes(ctx, sel)  # no node count of this strategy holds it
+    if fp8 is not None and fp8.holds_one_sequence and "kv_fp8" not in sel.advanced and "kv_fp8" in {k.id for k in ctx.advanced_knobs(sel.strategy)}:
+        fixes.append(Fix(f"an fp8 KV cache ({fp8.concurrency or 0:.2f}x)",
+                         base.with_values(advanced=[*sel.advanced, "kv_fp8"]).query()))
+    how = "set by the command" if cap.max_model_len_explicit else "the model's context, which vLLM takes when the command sets none"
+    told = (f"The KV cache of {where} holds {cap.kv_tokens:,} tokens{cap.token_scope} ({cap.kv_gib:.2f} GiB per GPU): "
+            f"maximum concurrency {cap.concurrency:.2f}x for --max-model-len {cap.max_model_len:,} ({how}), "
+            "less than one sequence")
+    fix_text = "; ".join(f.label for f in fixes) or "more GPUs"
+    if verification(ctx, sel)["verified"]:
+        notices.add("warning", "kv-capacity-disagrees",
+                    f"{told}, yet the recipe marks this configuration verified: the estimate and the recipe disagree "
+                    f"(vLLM would refuse to start if the estimate were right). If it does not start: {fix_text}.",
+                    subject="--max-model-len", old=cap.max_model_len, new=fits, reason="estimate below one sequence",
+                    fixes=tuple(fixes))
+        return
+    notices.add("error", "kv-capacity", f"{told}: vLLM refuses to start. Fits: {fix_text}.",
+                subject="--max-model-len", old=cap.max_model_len, new=fits,
+                reason=f"{cap.concurrency:.2f}x of one {cap.max_model_len:,}-token sequence", fixes=tuple(fixes))
+
+
+def _strategy_fixes(ctx, sel) -> list:
+    """Other multi-node strategies on this hardware whose resolved plan holds
+    one sequence of the max-model-len in force (e.g. TP+PP, whose stages split
+    the layers, where TP alone cannot: MLA's latent is held whole by every TP rank)."""
+    from composer.canonical import resolved_selection, selection_values
+    from composer.notices import Fix
+    from composer.resolve import layout_ok
+
+    out = []
+    for sid in ctx.strategies:
+        st = ctx.strategy(sid)
+        if sid == sel.strategy or st.deploy_type != "multi_node" or ctx.hardware_block_reason(sel.hardware, sel.variant) is not None:
+            continue
+        values = {k: v for k, v in selection_values(ctx, sel).items() if k != "nodes"}
+        values["strategy"] = sid
+        try:
+            other = resolved_selection(ctx, values)
+        except (KeyError, ValueError):
+            continue
+        if other.strategy != sid or layout_ok(ctx, other, layout_for(ctx, other, other.nodes)) is not None:
+            continue
+        out.append(Fix(f"{ctx.strategy_label(sid)} on {other.nodes} nodes",
+                       pinned_request(ctx, other).query()))
+        break
+    return out
+
+
+def _host_kv_gib(ctx, sel, cmd: Command, lay) -> float | None:
+    """Host memory a KV offload connector reserves per node, GiB
+    (``cpu_bytes_to_use_per_rank`` × the node's ranks), or None."""
+    import json
+
+    raw = flag_value(cmd.argv, "--kv-transfer-config")
+    try:
+        extra = json.loads(raw).get("kv_connector_extra_config", {}) if raw else {}
+        per_rank = extra.get("cpu_bytes_to_use_per_rank") if isinstance(extra, dict) else None
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(per_rank, (int, float)) or isinstance(per_rank, bool):
+        return None
+    return round(per_rank / 1024 ** 3 * lay.used_per_node, 1)
 
 
 def _tp_utilization_notice(ctx, sel, lay, util: float, notices: Notices) -> None:
@@ -332,8 +434,9 @@ def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
             if many and serves_api(lay, rank):
                 host = f"$INSTANCE_{inst}_IP" if deploy == "single_node" else head if rank == 0 else f"$INSTANCE_{inst}_NODE_{rank}_IP"
                 endpoints.append(f"http://{host}:{flag_value(cmd.argv, '--port') or '8000'}")
+    grow = (lambda n: layout_for(ctx, sel, n)) if deploy != "single_node" else None
     caps = [_capacity_of(ctx, sel, lay, util, cmds[0], "deployment",
-                         _where(lay, hwname) + (f", each of {sel.instances} instances" if many else ""), notices)]
+                         _where(lay, hwname) + (f", each of {sel.instances} instances" if many else ""), notices, grow)]
     if many:
         cmds.append(_store_router(ctx, sel, endpoints))
     return cmds, caps
@@ -381,7 +484,8 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
                 port = flag_value(cmd.argv, "--port") or "8000"
                 endpoints[name].append(f"http://${upper}_NODE_{rank + 1}:{port}")
         assert first is not None  # a pool has at least one node
-        caps.append(_capacity_of(ctx, sel, lay, util, first, name, _where(lay, hwname, name, total), notices))
+        caps.append(_capacity_of(ctx, sel, lay, util, first, name, _where(lay, hwname, name, total), notices,
+                                 lambda n, _name=name, _mode=pool.mode: pool_layout(ctx, sel, _name, _mode, n)))
     cmds.append(_router(ctx, sel, endpoints))
     return cmds, caps
 
@@ -617,7 +721,7 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
     req = parse_query(query)
     sel, notices = resolve(ctx, req)
     commands, caps = build_commands(ctx, sel, notices)
-    has_cap_error = any(n.code in ("capacity", "kv-capacity") for n in notices.items())
+    has_cap_error = any(n.code in ("capacity", "kv-capacity", "kv-capacity-disagrees") for n in notices.items())
     for cap in caps:
         if not cap.fits and not has_cap_error:
             notices.add("error", "capacity", cap.message)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from composer.dimensions import POOLS, Pool, Selection
+from composer.dimensions import CONTEXTS, DEFAULT_CONTEXT, POOLS, Pool, Selection
 from composer.context import MAX_NODES, RecipeContext
 from composer.layers import compose_layers
-from composer.memory import DEFAULT_GPU_UTIL, capacity
+from composer.memory import DEFAULT_GPU_UTIL, Flags, capacity
 from composer.modes import available_modes, default_mode, mode_block_reason, mode_label, moded_features, parse_fmode, preferred_mode
 from composer.notices import Notices
 from composer.parallel import KINDS, POOL_KINDS, Layout, layout_problem, make_layout
@@ -31,30 +31,29 @@ def util_in_force(ctx: RecipeContext, sel: Selection, pool: str | None = None) -
 def memory_flags(ctx: RecipeContext, sel: Selection, pool: str | None = None) -> tuple[float, str | None, str | None]:
     """``(gpu-memory-utilization, --kv-cache-dtype, --max-model-len)`` of the
     composed command, as the memory model needs them before the node count is
-    known. Topology flags never set them, so they are cached per selection
-    without its node counts."""
+    known (``memory_settings``)."""
+    f = memory_settings(ctx, sel, pool)
+    return f.util, f.kv_dtype, f.max_model_len
+
+
+def memory_settings(ctx: RecipeContext, sel: Selection, pool: str | None = None) -> Flags:
+    """Every flag of the composed command the memory model reads
+    (``composer.memory.Flags``). Topology flags never set them, so they are
+    cached per selection without its node counts."""
     key = (sel.hardware, sel.variant, sel.strategy, sel.features, sel.advanced, sel.kv_offload, pool)
-    return ctx.cache("memory-flags").get(key, lambda: _memory_flags(ctx, sel, pool))
+    return ctx.cache("memory-flags").get(key, lambda: _memory_settings(ctx, sel, pool))
 
 
-def _memory_flags(ctx: RecipeContext, sel: Selection, pool: str | None) -> tuple[float, str | None, str | None]:
+def _memory_settings(ctx: RecipeContext, sel: Selection, pool: str | None) -> Flags:
     from composer.layers import CommandSpec
 
     spec = CommandSpec(pool or "serve", 0, (), pool)
     try:
         argv, _, _ = compose_layers(ctx, sel, spec, None)
     except ValueError:
-        return DEFAULT_GPU_UTIL, None, None
-
-    def value(key: str) -> str | None:
-        e = argv.get(key)
-        return e.unit.value if e is not None else None
-
-    try:
-        util = float(value("gpu-memory-utilization") or DEFAULT_GPU_UTIL)
-    except ValueError:
-        util = DEFAULT_GPU_UTIL
-    return util, value("kv-cache-dtype"), value("max-model-len")
+        return Flags()
+    values = {e.unit.key: e.unit.value for e in argv.entries() if e.unit.enabled}
+    return Flags.from_values(values)
 
 
 def layout_for(ctx: RecipeContext, sel: Selection, nodes: int) -> Layout:
@@ -76,23 +75,25 @@ def pool_layout(ctx: RecipeContext, sel: Selection, name: str, mode: str, nodes:
     return make_layout(ctx, mode, sel.hardware, sel.variant, nodes, role_tp=role_tp)
 
 
-def layout_ok(ctx: RecipeContext, sel: Selection, lay: Layout, pool: str | None = None,
+def layout_ok(ctx: RecipeContext, sel: Selection, lay: Layout, pool: str | None = None, sequence: bool = True,
               valid_only: bool = True) -> str | None:
-    """None if ``lay`` holds the weights, leaves KV room (one sequence of an
-    explicit ``--max-model-len``) and is valid for the model, else why not.
-    The utilization, KV dtype and max-model-len are those of ``sel``'s
-    composed command (of ``pool`` for P/D). ``valid_only=False`` checks the
-    capacity only (not ``layout_problem``)."""
+    """None if ``lay`` holds the weights, leaves KV room (one sequence of the
+    max-model-len in force, explicit or the model's: vLLM refuses to start
+    otherwise) and is valid for the model, else why not. The memory flags are
+    those of ``sel``'s composed command (of ``pool`` for P/D). ``sequence``
+    False: the weights and some KV room only (the fallback when no count holds
+    a sequence: the plan then says so, with its fixes, ``plan._kv_capacity_notice``).
+    ``valid_only=False`` checks the capacity only (not ``layout_problem``)."""
     problem = layout_problem(ctx, lay, sel.variant) if valid_only else None
     if problem:
         return problem
-    util, kv_dtype, mml = memory_flags(ctx, sel, pool)
-    cap = capacity(ctx, lay, sel.hardware, sel.variant, util, sel.task, kv_dtype, mml)
-    if not cap.fits:
+    flags = memory_settings(ctx, sel, pool)
+    cap = capacity(ctx, lay, sel.hardware, sel.variant, flags.util, sel.task, flags=flags)
+    if not cap.fits and (sequence or not cap.weights_fit or (cap.kv_gib or 0) <= 0):
         where = f"{lay.replica_nodes} × {ctx.hw(sel.hardware).display_name}"
-        if cap.weights_fit and (cap.kv_gb or 0) > 0:
-            return (f"on {where} the KV cache holds ~{cap.kv_tokens:,} tokens, less than one sequence of "
-                    f"--max-model-len {cap.max_model_len:,}.")
+        if cap.weights_fit and (cap.kv_gib or 0) > 0:
+            return (f"on {where} the KV cache holds {cap.concurrency or 0:.2f}x of one sequence of "
+                    f"--max-model-len {cap.max_model_len:,} (~{cap.kv_tokens or 0:,} tokens).")
         return cap.describe(where)
     return None
 
@@ -100,13 +101,16 @@ def layout_ok(ctx: RecipeContext, sel: Selection, lay: Layout, pool: str | None 
 def smallest_nodes(ctx: RecipeContext, sel: Selection, lower: int, make, floor: int = 1, pool: str | None = None) -> int | None:
     """Smallest n in [lower, MAX_NODES] whose layout ``make(n)`` is ok; if there
     is none, the largest ok n in [floor, lower) (a request above every valid
-    count comes down to the nearest one); else None."""
-    for n in range(max(1, lower), MAX_NODES + 1):
-        if layout_ok(ctx, sel, make(n), pool) is None:
-            return n
-    for n in range(min(lower, MAX_NODES + 1) - 1, max(1, floor) - 1, -1):
-        if layout_ok(ctx, sel, make(n), pool) is None:
-            return n
+    count comes down to the nearest one); if no count holds one sequence of
+    the max-model-len in force, the same search for the weights alone (the plan
+    is then an error with one-click fixes); else None."""
+    for sequence in (True, False):
+        for n in range(max(1, lower), MAX_NODES + 1):
+            if layout_ok(ctx, sel, make(n), pool, sequence) is None:
+                return n
+        for n in range(min(lower, MAX_NODES + 1) - 1, max(1, floor) - 1, -1):
+            if layout_ok(ctx, sel, make(n), pool, sequence) is None:
+                return n
     return None
 
 
@@ -129,6 +133,7 @@ class _Draft:
     task: str | None = None
     instances: int = 1
     cuda: str | None = None
+    context: str = DEFAULT_CONTEXT
 
 
 def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
@@ -142,7 +147,7 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
     for _, step in STEPS:
         d = step(ctx, req, d, n)
     sel = Selection(d.hardware, d.variant, d.strategy, 1, d.features, d.advanced, d.kv_offload, form=d.form,
-                    task=d.task, instances=d.instances, modes=d.modes, cuda=d.cuda)
+                    task=d.task, instances=d.instances, modes=d.modes, cuda=d.cuda, context=d.context)
     return _resolve_shape(ctx, req, sel, d.want_nodes, n)
 
 
@@ -346,11 +351,23 @@ def _step_cuda(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draf
     return replace(d, cuda=resolve_cuda(ctx, req, d.hardware, d.variant, n))
 
 
+def _step_context(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
+    """The context the capacity line states a concurrency for (``CONTEXTS``)."""
+    want = req.get("context")
+    if want is None:
+        return d
+    if want not in CONTEXTS:
+        n.add("warning", "invalid-context", f"The value context={_short(want)} is not {_or(list(CONTEXTS))}; "
+              f"{DEFAULT_CONTEXT} is shown.")
+        return d
+    return replace(d, context=want)
+
+
 STEPS = (
     ("v", _step_version), ("variant", _step_variant), ("hardware", _step_hardware), ("strategy", _step_strategy),
     ("features", _step_features), ("fmode", _step_modes), ("advanced", _step_advanced),
     ("kv_offload", _step_kv_offload), ("install", _step_form), ("task", _step_task),
-    ("instances", _step_instances), ("cuda", _step_cuda),
+    ("instances", _step_instances), ("cuda", _step_cuda), ("context", _step_context),
 )
 """One resolver step per dimension (``composer.dimensions``), in the order of
 their data dependencies: the variant before the GPU (a GPU may switch it), the

@@ -155,6 +155,12 @@ def _frozen(cls):
     return dataclass(frozen=True)(cls)
 
 
+TORCH_SHARE_OF_VENDOR = 0.99
+"""Torch-visible GiB per vendor "GB" of HBM, for a profile without
+``torch_memory_gib``: H100 79.18 / 80 = 0.990, H200 139.81 / 141 = 0.992
+(published start-up logs, taxonomy sources)."""
+
+
 @_frozen
 class HardwareProfile:
     """One node of a hardware kind (taxonomy ``hardware_profiles.<id>``).
@@ -174,6 +180,15 @@ class HardwareProfile:
     mnnvl: Optional[bool] = None
     """Whether nodes share a multi-node NVLink domain (GB200/GB300 NVL trays);
     unset: true for Grace-Blackwell profiles (display name starting "GB")."""
+    torch_memory_gib: Optional[Annotated[float, Field(gt=0)]] = None
+    """GPU memory torch reports per GPU (``torch.cuda.mem_get_info`` total,
+    what vLLM multiplies by ``--gpu-memory-utilization``,
+    ``vllm/v1/worker/utils.py:716-726``), in GiB, e.g. 79.18 for an H100 SXM."""
+    torch_memory_source: str = ""
+    """Where ``torch_memory_gib`` comes from (a published start-up log or
+    measurement), or the rule it was derived by."""
+    host_memory_gib: Optional[Annotated[float, Field(gt=0)]] = None
+    """Host DRAM per node in GiB, where known (KV offload is counted against it)."""
 
     @property
     def has_mnnvl(self) -> bool:
@@ -192,6 +207,16 @@ class HardwareProfile:
     @property
     def gb_per_gpu(self) -> float:
         return self.vram_gb / self.gpu_count
+
+    @property
+    def torch_gib_per_gpu(self) -> float:
+        """``torch_memory_gib``, else derived from the vendor figure
+        (``TORCH_SHARE_OF_VENDOR`` × GB per GPU, read as GiB: HBM is sold in
+        binary units, and the driver keeps about 1 % of it: H100 80 → 79.18,
+        H200 141 → 139.81 GiB)."""
+        if self.torch_memory_gib:
+            return float(self.torch_memory_gib)
+        return round(self.gb_per_gpu * TORCH_SHARE_OF_VENDOR, 2)
 
 
 @_frozen
@@ -379,6 +404,11 @@ class Variant:
     parameter_count_b: Optional[Annotated[float, Field(gt=0, le=MAX_GB, allow_inf_nan=False)]] = None
     bytes_per_param: Optional[Annotated[float, Field(gt=0, le=64, allow_inf_nan=False)]] = None
     headroom: Optional[Annotated[float, Field(ge=1.0, le=10.0)]] = None
+    checkpoint_gb: Optional[GB] = None
+    """The checkpoint's real size in GB (its safetensors, or vLLM's "Model
+    loading took" figure): quantized checkpoints carry unquantized embeddings
+    and scales, so they are larger than parameters × nominal bytes. The memory
+    model uses it for the weights when given (``composer.memory``)."""
 
 
 @_frozen

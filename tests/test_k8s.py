@@ -411,7 +411,7 @@ def plan(k3):
 
 
 def test_tp_across_nodes_is_one_leaderworkerset_whose_pods_get_address_and_rank_from_lws(plan):
-    p = plan("hardware=h200&strategy=multi_node_tp&nodes=2")
+    p = plan("hardware=b200&strategy=multi_node_tp&nodes=2")
     (lws,) = [o for o in p["kubernetes"]["objects"] if o["kind"] == "LeaderWorkerSet"]
     t = lws["spec"]["leaderWorkerTemplate"]
     assert t["size"] == 2 and t["restartPolicy"] == "RecreateGroupOnPodRestart" and lws["spec"]["replicas"] == 1

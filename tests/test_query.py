@@ -15,7 +15,7 @@ from composer.api import compose_page
 from composer.query import MAX_QUERY_LEN, parse_query
 
 DEFAULT = {"hardware": "b300", "variant": "default", "strategy": "single_node_tp", "nodes": 1,
-           "features": ["tool_calling", "reasoning"], "advanced": [], "kv_offload": "off", "install": "pip"}
+           "features": ["tool_calling", "reasoning"], "advanced": [], "kv_offload": "off", "install": "pip", "context": "32k"}
 
 BIG = "hardware=h200&junk=" + "a" * 20_000
 
@@ -44,7 +44,7 @@ HOSTILE = [
     ("advanced=dcp_8", "advanced-unavailable", {"advanced": []}),
     ("kv_offload=bogus", "invalid-kv-offload", {"kv_offload": "off"}),
     ("variant=nvfp4", "invalid-variant", {"variant": "default"}),
-    ("hardware=h200&hardware=b300", "query-ignored", {"hardware": "h200", "nodes": 2}),
+    ("hardware=h200&hardware=b300", "query-ignored", {"hardware": "h200", "nodes": 4}),
     ("nodes=2&nodes=3&strategy=multi_node_tp", "query-ignored", {"nodes": 2}),
     (BIG, "query-ignored", {"hardware": "h200"}),
     ("features=" + "x" * 20_000, "query-ignored", {"features": DEFAULT["features"]}),

@@ -55,7 +55,7 @@ def test_variant_drives_checkpoint_and_capacity(catalog):
     fp8 = compose_page(ctx, "hardware=h100&variant=fp8")
     assert bf16["commands"][0]["argv"][2] == "meta-llama/Llama-3.3-70B-Instruct"
     assert fp8["commands"][0]["argv"][2] == "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic"
-    assert bf16["capacity"][0]["weights_gb"] == 141 and fp8["capacity"][0]["weights_gb"] == 72
+    assert bf16["capacity"][0]["weights_gb"] == 169.4 and fp8["capacity"][0]["weights_gb"] == 87.2
     assert flag(bf16["commands"][0]["argv"], "--tensor-parallel-size") == "4"
     assert flag(fp8["commands"][0]["argv"], "--tensor-parallel-size") == "2"
 
@@ -74,13 +74,16 @@ def test_feature_off_keeps_a_different_value_of_the_same_flag(catalog):
 def test_bf16_moe_needs_more_than_one_h100_node_only_when_it_does_not_fit(catalog):
     ctx = ctx_for("Qwen/Qwen3-235B-A22B-Instruct-2507", catalog)
     plan = compose_page(ctx, "hardware=h100&strategy=multi_node_dep&nodes=2")
-    # DEP floor 16 GPUs; but on 2 nodes each DP rank's KV cache (~236k tokens)
-    # cannot hold one 262144-token sequence, so 3 nodes, with the reason.
-    assert plan["selection"]["nodes"] == 3
-    (raised,) = [n for n in plan["notices"] if n["code"] == "nodes-raised"]
-    assert "262,144" in raised["reason"] and raised["old"] == "2" and raised["new"] == "3"
+    # DEP floor 16 GPUs; but on 2 nodes each DP rank (TP 1: all 4 KV heads, and
+    # attention + embeddings replicated per DP rank, issue 19) cannot hold one
+    # 262144-token sequence, so more nodes, with the reason.
+    n = plan["selection"]["nodes"]
+    assert n > 2
+    (raised,) = [x for x in plan["notices"] if x["code"] == "nodes-raised"]
+    assert "262,144" in raised["reason"] and raised["old"] == "2" and raised["new"] == str(n)
     argv = plan["commands"][1]["argv"]
     assert flag(argv, "--data-parallel-start-rank") == "8"
+    assert any("replicated on every DP rank" in a for a in plan["capacity"][0]["assumptions"])
 
 
 def _schema():
@@ -130,7 +133,10 @@ def test_json_api_documents(tmp_path):
     for hw, plan in doc["by_hardware"].items():
         cli = compose_page(ctx, {"hardware": hw})
         assert [c["argv"] for c in plan["commands"]] == [c["argv"] for c in cli["commands"]]
-        assert plan["status"] == "ok" and all(c["fits"] for c in plan["capacity"])
+        if plan["status"] == "ok":
+            assert all(c["fits"] for c in plan["capacity"])
+        else:  # K3 on H100: no TP count holds one 1M-token sequence; the fixes are one click each
+            assert hw == "h100" and any(n["code"] == "kv-capacity" and n["fixes"] for n in plan["notices"])
     schema = json.loads((out / "schema/recipe.schema.json").read_text())
     assert schema["title"] == "vLLM recipe" and "meta" in schema["properties"]
 

@@ -114,6 +114,69 @@ def validate(recipes_dir: Path, keep_going: bool = False, strict: bool = False) 
     return catalog, recipes, problems
 
 
+PRECISION_BYTES = {"bf16": 2.0, "bfloat16": 2.0, "fp16": 2.0, "float16": 2.0, "fp8": 1.0, "int8": 1.0, "w8a8": 1.0,
+                   "mxfp4": 0.5, "fp4": 0.5, "int4": 0.5, "nvfp4": 0.5}
+"""Nominal bytes per parameter of a variant ``precision`` the weight lint
+trusts (4-bit formats at 0.5 B: the public recipes size NVFP4 so; its FP8
+scales add 1/16, which a variant states with ``bytes_per_param: 0.5625``)."""
+WEIGHT_FLOOR = 0.9
+"""A ``vram_minimum_gb`` below this multiple of parameters × bytes per
+parameter × headroom cannot be right: it leaves out the headroom (or part of
+the weights). A larger figure is only conservative (small models carry fixed
+overheads), so it is not reported."""
+
+
+def _params_b(value) -> float | None:
+    """Parameters in billions from ``parameter_count_b`` or ``model.parameter_count``
+    (70.6, "235B", "2.8T"), or None."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip().upper()
+    mult = {"B": 1.0, "T": 1000.0, "M": 0.001}.get(text[-1:])
+    try:
+        return float(text[:-1]) * mult if mult else float(text)
+    except ValueError:
+        return None
+
+
+def weight_findings(recipe: Recipe) -> list[tuple[str, str]]:
+    """``(key path, message)`` for each variant whose ``vram_minimum_gb``
+    cannot be right: below ``WEIGHT_FLOOR`` × parameters × bytes per
+    parameter × headroom, where parameters (``parameter_count_b``, else
+    ``model.parameter_count`` for a variant that serves the recipe's model or
+    a checkpoint named after it) and bytes (``bytes_per_param``, else the
+    ``precision``'s ``PRECISION_BYTES``) are both known. The figure includes
+    the headroom (``headroom``, else 1.2): a raw size is divided by it again
+    by the memory model (issue 19: Llama 3.3 70B's FP8 weights came out 17 % low)."""
+    from composer.memory import DEFAULT_HEADROOM
+
+    out = []
+    for vid, v in recipe.variants.items():
+        if v.vram_minimum_gb is None:
+            continue
+        own = v.model_id is None or recipe.model.model_id.rsplit("/", 1)[-1].lower() in v.model_id.lower()
+        params = _params_b(v.parameter_count_b) or (_params_b(recipe.model.parameter_count) if own else None)
+        per = v.bytes_per_param or PRECISION_BYTES.get((v.precision or "").lower())
+        if not params or not per:
+            continue
+        headroom = v.headroom or DEFAULT_HEADROOM
+        expected = params * per * headroom
+        ratio = v.vram_minimum_gb / expected
+        if ratio >= WEIGHT_FLOOR:
+            continue
+        raw = params * per
+        why = (" — it looks like the raw size without the headroom" if abs(v.vram_minimum_gb - raw) <= 0.1 * raw
+               else "")
+        out.append((f"variants.{vid}.vram_minimum_gb",
+                    f"{v.vram_minimum_gb:g} GB cannot be right for {params:g}B parameters × {per:g} bytes × headroom "
+                    f"{headroom:g} = {expected:.1f} GB ({ratio:.2f}×, at least {WEIGHT_FLOOR:g}× expected){why}: "
+                    "vram_minimum_gb includes the headroom (give headroom: 1.0 for a figure that already has it, "
+                    "checkpoint_gb for the checkpoint's real size)"))
+    return out
+
+
 def check_references(rid: str, recipe: Recipe, catalog: Catalog, recipes_dir: Path, strict: bool = False) -> list[RecipeError]:
     """Cross-file checks: ids a recipe names must exist, its arg lists must parse
     without contradicting themselves, and its default plan must compose
@@ -129,6 +192,7 @@ def check_references(rid: str, recipe: Recipe, catalog: Catalog, recipes_dir: Pa
         return errs
     level = "error" if strict else "warning"
     errs += [RecipeError(file, key, message, level) for key, message, _ in lint_recipe(recipe)]
+    errs += [RecipeError(file, key, message, level) for key, message in weight_findings(recipe)]
     try:
         ctx = make_context(rid, recipe, catalog)
         compose(ctx, "")

@@ -59,7 +59,7 @@ def test_copy_puts_exactly_the_shown_text_on_the_clipboard(page, server):
     page.goto(f"{server}{K3}?hardware=h200")
     wait_ready(page)
     tabs = page.locator('#commands [role="tab"]')
-    assert tabs.count() == 2
+    assert tabs.count() == 4  # 4 × H200 nodes (issue 19: they hold one 1M-token sequence)
     tabs.nth(1).click()
     panel = page.locator("#panel-1")
     assert panel.is_visible() and not page.locator("#panel-0").is_visible()
@@ -177,7 +177,7 @@ def test_choice_made_while_loading_is_applied_when_ready(page, server):
     wait_ready(page)
     page.wait_for_function("() => location.search.includes('hardware=h200')")
     state = assert_matches_cli(page)
-    assert state["selected"]["hardware"] == ["h200"] and state["selected"]["nodes"] == ["2"]
+    assert state["selected"]["hardware"] == ["h200"] and state["selected"]["nodes"] == ["4"]  # 4 × H200 hold the 1M context (issue 19)
 
 
 def test_focus_shows_what_a_choice_would_switch(page, server):
