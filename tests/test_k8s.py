@@ -547,15 +547,16 @@ def test_the_image_is_the_vllm_release_in_force_and_says_so(plan):
 
 def test_the_preflight_list_follows_the_plan(plan):
     one = plan("hardware=b300")["kubernetes"]
-    tp = plan("hardware=h200&strategy=multi_node_tp")["kubernetes"]
+    tp_plan = plan("hardware=h200&strategy=multi_node_tp")
+    tp, n = tp_plan["kubernetes"], tp_plan["selection"]["nodes"]  # the memory model decides the count (issue 19)
     pd = plan("hardware=gb200&strategy=pd_cluster")["kubernetes"]
     text = {name: " ".join(k["preflight"]) for name, k in (("one", one), ("tp", tp), ("pd", pd))}
     assert "LeaderWorkerSet" not in text["one"] and "RDMA" not in text["one"]
-    assert "LeaderWorkerSet controller" in text["tp"] and "InfiniBand or RoCE" in text["tp"] and "TP 16 across 2 nodes" in text["tp"]
+    assert "LeaderWorkerSet controller" in text["tp"] and "InfiniBand or RoCE" in text["tp"] and f"TP {8 * n} across {n} nodes" in text["tp"]
     assert "DisaggregatedSet" in text["pd"] and "NIXL" in text["pd"]
     for t in text.values():
         assert "nvidia.com/gpu" in t and "hf-token" in t and "ReadWriteMany" in t
-    assert "2 H200 nodes labelled recipes.vllm.ai/gpu=h200" in text["tp"]
+    assert f"{n} H200 nodes labelled recipes.vllm.ai/gpu=h200" in text["tp"]
     assert "8 GB200 NVL4 nodes" in text["pd"]
     # the steps apply, wait and reach the Service the plan serves on
     assert tp["steps"][0].startswith("kubectl apply --server-side") and not one["steps"][0].startswith("kubectl apply --server-side")
