@@ -58,6 +58,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from composer import vllm_cli
 from composer.argv import ArgvError, parse_tokens
+from composer.memory import BLOCK_SIZE, kv_geometry_of
 from composer.model_facts import ModelFacts, facts_for
 
 VERSION = vllm_cli.VERSION
@@ -997,13 +998,6 @@ def _check_kv_transfer(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation
                      "drop --decode-context-parallel-size on P/D for this (non-MLA) model")
 
 
-KV_BYTES = {"auto": None, "bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "fp8_inc": 1.0,
-            "fp8_ds_mla": 1.0, "fp8_per_token_head": 1.0, "int8_per_token_head": 1.0, "nvfp4": 0.5625,
-            "nvfp4_ds_mla": 0.5625}
-"""Bytes per cached element by ``--kv-cache-dtype`` (``auto``: the model's
-dtype, 2 bytes for bf16/fp16 checkpoints)."""
-BLOCK = 16
-"""vLLM's default KV block size in tokens (``config/cache.py:185``)."""
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -1014,35 +1008,24 @@ def kv_bytes_one_sequence(s: Serve, f: ModelFacts, mml: int, tokens_budget: Opti
     """``(bytes of KV cache one GPU needs for one sequence of mml tokens, what
     was left out)``, in vLLM's terms (``v1/kv_cache_interface.py``): full
     attention ``cdiv(mml / DCP, block) × block`` tokens (643-648), sliding
-    window ``cdiv(min(window - 1 + budget, mml), block) + 1`` blocks (946-956);
-    MLA caches ``kv_lora_rank + qk_rope_head_dim`` per token on every TP rank,
-    GQA ``2 × max(1, kv_heads / TP) × head_dim``; PP splits the layers (the
-    largest stage counts). Linear-attention state and MTP draft layers are left
-    out (said in the second element). None when the geometry is unknown."""
-    kinds = f.layer_kinds()
-    if not kinds:
-        return None
+    window ``cdiv(min(window - 1 + budget, mml), block) + 1`` blocks (946-956),
+    over the layers and per-token bytes of ``composer.memory.kv_geometry_of``
+    (the project's one KV geometry: MLA's latent on every TP rank, GQA's KV
+    heads split over TP, PP's largest stage). Linear-attention state and MTP
+    draft layers are left out (said in the second element). None when the
+    geometry is unknown."""
     tp, pp, _, dcp = parallel_sizes(s)
-    dtype = s.str("kv-cache-dtype") or "auto"
-    elem = KV_BYTES.get(dtype) or 2.0
-    if f.get("kv_lora_rank"):
-        per_token = (f.get("kv_lora_rank") + (f.get("qk_rope_head_dim") or 0)) * elem
-    elif f.use_mla is None:
+    geo = kv_geometry_of(f, tp, pp, s.str("kv-cache-dtype"), BLOCK_SIZE)
+    if geo is None:
         return None
-    else:
-        kv, hd = f.num_key_value_heads, f.head_dim()
-        if not kv or not hd:
-            return None
-        per_token = 2 * max(1, kv // tp) * hd * elem
-    n_layers = sum(kinds.values())
-    stage = _cdiv(n_layers, pp) / n_layers if n_layers else 1.0
-    full_tokens = _cdiv(_cdiv(mml, dcp), BLOCK) * BLOCK
-    window = f.get("sliding_window") or mml
-    sw_tokens = (_cdiv(min(window - 1 + (tokens_budget or 0), mml), BLOCK) + 1) * BLOCK
-    total = per_token * stage * (kinds["full"] * full_tokens + kinds["sliding"] * sw_tokens)
+    full_tokens = _cdiv(_cdiv(mml, dcp), BLOCK_SIZE) * BLOCK_SIZE
+    window = geo.window or mml
+    sw_tokens = (_cdiv(min(window - 1 + (tokens_budget or 0), mml), BLOCK_SIZE) + 1) * BLOCK_SIZE
+    total = geo.token_bytes * (geo.full * full_tokens + geo.sliding * sw_tokens)
     left = []
-    if kinds["linear"]:
-        left.append(f"{kinds['linear']} linear-attention layers' state")
+    linear = (f.layer_kinds() or {}).get("linear")
+    if linear:
+        left.append(f"{linear} linear-attention layers' state")
     if f.get("num_nextn_predict_layers") and speculative(s) is not None:
         left.append("the MTP draft layers")
     return total, ", ".join(left)

@@ -467,11 +467,19 @@ class KvGeometry:
 
 
 def kv_geometry(facts: ModelFacts, lay: Layout, kv_dtype: str | None, block: int | None) -> KvGeometry | None:
-    """The KV layout of one rank of ``lay`` from the model facts, or None when
-    the attention geometry is unknown. MLA caches one latent (``kv_lora_rank``
-    + ``qk_rope_head_dim``) whole on every TP rank; GQA splits its KV heads over
+    """The KV layout of one rank of ``lay`` (``kv_geometry_of`` at its TP and PP)."""
+    return kv_geometry_of(facts, lay.tp, lay.pp, kv_dtype, block)
+
+
+def kv_geometry_of(facts: ModelFacts, tp: int, pp: int, kv_dtype: str | None, block: int | None) -> KvGeometry | None:
+    """The KV layout of one rank at tensor-parallel size ``tp`` and
+    pipeline-parallel size ``pp`` from the model facts, or None when the
+    attention geometry is unknown. MLA caches one latent (``kv_lora_rank`` +
+    ``qk_rope_head_dim``) whole on every TP rank; GQA splits its KV heads over
     TP down to one per rank (``config/model.py`` ``get_num_kv_heads``); PP
-    splits the layers (vLLM sizes every stage alike: the first stage's count is used)."""
+    splits the layers (vLLM sizes every stage alike: the first stage's count is
+    used). The one KV geometry of the project: the capacity model and the
+    launch rule ``kv-cache-holds-one-sequence`` (``composer.launch``) both read it."""
     kinds = facts.layer_kinds()
     if not kinds or facts.use_mla is None and facts.get("model_type"):
         return None  # an MLA model whose latent width is unknown (ModelFacts.use_mla)
@@ -484,13 +492,13 @@ def kv_geometry(facts: ModelFacts, lay: Layout, kv_dtype: str | None, block: int
         kv, hd = facts.num_key_value_heads, facts.head_dim()
         if not (kv and hd):
             return None
-        per = 2 * max(1, -(-kv // max(1, lay.tp))) * hd * elem
-    pp = max(1, lay.pp)
+        per = 2 * max(1, -(-kv // max(1, tp))) * hd * elem
+    pp = max(1, pp)
     full, sliding, linear = (-(-kinds[k] // pp) for k in ("full", "sliding", "linear"))
     state = 0.0
     bs = block or BLOCK_SIZE
     if linear:
-        found = linear_state_bytes(facts, lay.tp)
+        found = linear_state_bytes(facts, tp)
         if found is None:
             notes.append(f"the state size of the {kinds['linear']} linear-attention layers is unknown: they are not counted")
             linear = 0

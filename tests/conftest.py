@@ -51,3 +51,17 @@ def k3_recipes_copy(tmp_path: Path, edit) -> Path:
     edit(data)
     path.write_text(yaml.safe_dump(data))
     return dst
+
+
+def recipe_errors(recipes: Path) -> list:
+    """The error-level findings of validating the recipes folder ``recipes``
+    (``composer.buildtime.checks.validate`` with keep-going; a load error's
+    own list when loading stops)."""
+    from composer.buildtime.checks import validate
+    from composer.buildtime.loader import RecipeLoadError
+
+    try:
+        _, _, problems = validate(recipes, keep_going=True)
+    except RecipeLoadError as exc:
+        problems = exc.errors
+    return [p for p in problems if p.level == "error"]

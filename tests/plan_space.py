@@ -48,3 +48,16 @@ def selection_space(ctx):
                     if q not in seen:
                         seen.add(q)
                         yield q
+
+
+def plan_gpus(argv: list[str]) -> int:
+    """GPUs one serve command uses on its node, from its own parallel flags."""
+    def val(flag, default=1):
+        return int(argv[argv.index(flag) + 1]) if flag in argv else default
+
+    tp, pp = val("--tensor-parallel-size"), val("--pipeline-parallel-size")
+    if "--data-parallel-size-local" in argv:
+        return tp * val("--data-parallel-size-local")
+    if "--nnodes" in argv:
+        return tp * pp // val("--nnodes")
+    return tp * pp * val("--data-parallel-size")

@@ -6,16 +6,10 @@
 // [{recipe, catalog}], checkpoints: [n, ...], seed} as JSON on stdin; writes
 // [{plans, heap_bytes, p99_ms, worst_ms}, ...] as JSON to stdout.
 import {readFileSync} from "node:fs";
-import {pathToFileURL} from "node:url";
+import {restore} from "./pyodide_restore.mjs";
 
 const input = JSON.parse(readFileSync(0, "utf8"));
-const assets = new URL("../site_src/assets/", import.meta.url);
-const {growingFactory} = await import(new URL("boot-python.mjs", assets).href);
-const indexURL = input.pyodide.endsWith("/") ? input.pyodide : input.pyodide + "/";
-const {loadPyodide} = await import(pathToFileURL(indexURL + "pyodide.mjs").href);
-const factory = (await import(pathToFileURL(indexURL + "pyodide.asm.mjs").href)).default;
-const bytes = new Uint8Array(readFileSync(input.snapshot));
-const pyodide = await loadPyodide({indexURL, _loadSnapshot: bytes, createPyodideModule: growingFactory(factory, bytes.length)});
+const pyodide = await restore({pyodide: input.pyodide, snapshot: input.snapshot});
 pyodide.globals.set("SOAK_INPUT", JSON.stringify({docs: input.docs, seed: input.seed}));
 pyodide.runPython(`
 import json, random, time

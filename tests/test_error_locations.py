@@ -10,18 +10,12 @@ import yaml
 
 from composer.buildtime.checks import validate
 from composer.buildtime.loader import MAX_DEPTH, RecipeLoadError
-from tests.conftest import k3_recipes_copy
+from tests.conftest import k3_recipes_copy, recipe_errors as _errors
 
 ROOT = Path(__file__).resolve().parent.parent
 K3_FILE = "models/moonshotai/Kimi-K3.yaml"
 
 
-def _errors(recipes: Path) -> list:
-    try:
-        _, _, problems = validate(recipes, keep_going=True)
-    except RecipeLoadError as exc:
-        problems = exc.errors
-    return [p for p in problems if p.level == "error"]
 
 
 def test_a_misspelt_key_is_named_first_with_the_closest_known_key(tmp_path):

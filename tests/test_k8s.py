@@ -31,6 +31,7 @@ from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 from composer.shell import PLACEHOLDER_RE
 from composer.yaml_text import dump
 from tests.plan_space import our_plans, selection_space
+from tests.plan_space import plan_gpus
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
@@ -196,19 +197,6 @@ def pod_templates(obj: dict) -> list[dict]:
 
 
 # --- what the plan says ---
-
-def plan_gpus(argv: list[str]) -> int:
-    """GPUs one serve command uses on its node, from its own parallel flags."""
-    def val(flag, default=1):
-        return int(argv[argv.index(flag) + 1]) if flag in argv else default
-
-    tp, pp = val("--tensor-parallel-size"), val("--pipeline-parallel-size")
-    if "--data-parallel-size-local" in argv:
-        return tp * val("--data-parallel-size-local")
-    if "--nnodes" in argv:
-        return tp * pp // val("--nnodes")
-    return tp * pp * val("--data-parallel-size")
-
 
 def pods(objects: list[dict]):
     """(kind, pool, group, index, pod template) of every pod the objects start (one replica each)."""

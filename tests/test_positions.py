@@ -16,23 +16,16 @@ import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from composer.api import compose, compose_page, make_context
-from composer.buildtime.checks import validate
-from composer.buildtime.loader import RecipeLoadError, load_catalog, load_recipe
+from composer.buildtime.loader import load_catalog, load_recipe
 from composer.positions import PLATFORM_NAMES, POD_NAMES, POSITIONS, SHELL_NAMES, PositionError, check, require
 from composer.shell import PLACEHOLDER_RE
-from tests.conftest import k3_recipes_copy
+from tests.conftest import k3_recipes_copy, recipe_errors as _errors
 
 ROOT = Path(__file__).resolve().parent.parent
 K3 = "moonshotai/Kimi-K3"
 MULTI = "hardware=h200&strategy=multi_node_tp&nodes=2"
 
 
-def _errors(recipes: Path) -> list:
-    try:
-        _, _, problems = validate(recipes, keep_going=True)
-    except RecipeLoadError as exc:
-        problems = exc.errors
-    return [p for p in problems if p.level == "error"]
 
 
 def _raw_k3() -> dict:

@@ -24,6 +24,7 @@ from composer.api import compose
 from composer.query import parse_query
 from composer.shell import PLACEHOLDER_RE
 from tests.plan_space import our_plans, selection_space
+from tests.plan_space import plan_gpus
 
 SRUN = r'''#!/usr/bin/env bash
 # Stand-in srun: one task per node, in node order, SLURM_NODEID/PROCID set.
@@ -91,19 +92,6 @@ def run_job(script: str, hosts: list[str], values: dict[str, str], tmp: Path, fa
 
 def expand(text: str, values: dict[str, str]) -> str:
     return PLACEHOLDER_RE.sub(lambda m: values.get(m.group(0)[1:], m.group(0)), text)
-
-
-def plan_gpus(argv: list[str]) -> int:
-    """GPUs one serve command uses on its node, from its own parallel flags."""
-    def val(flag, default=1):
-        return int(argv[argv.index(flag) + 1]) if flag in argv else default
-
-    tp, pp = val("--tensor-parallel-size"), val("--pipeline-parallel-size")
-    if "--data-parallel-size-local" in argv:
-        return tp * val("--data-parallel-size-local")
-    if "--nnodes" in argv:
-        return tp * pp // val("--nnodes")
-    return tp * pp * val("--data-parallel-size")
 
 
 def sbatch_option(script: str, name: str) -> str | None:

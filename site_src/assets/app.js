@@ -442,13 +442,7 @@
     const copy = ev.target.closest("button.copy");
     if (copy) {
       const text = copy.closest(".artifact, .panel, .snippet").querySelector("pre code").textContent;
-      try {
-        await navigator.clipboard.writeText(text);
-        copy.textContent = "Copied";
-      } catch (err) {
-        copy.textContent = "Copy failed: select the text";
-      }
-      setTimeout(() => { copy.textContent = "Copy"; }, 1500);
+      await copyWithFeedback(copy, text, "Copied", "Copy failed: select the text", "Copy");
       return;
     }
     const dl = ev.target.closest("button.download");
@@ -457,17 +451,30 @@
       // node's script gets the placeholder values, a whole-plan file as is.
       const artifact = plan.output.artifacts[Number(dl.dataset.artifact)];
       const text = artifact.command === null ? artifact.text : scriptWithValues(artifact.text);
-      const blob = new Blob([text], {type: artifact.media_type});
-      const url = URL.createObjectURL(blob);
-      const a = document.createElement("a");
-      a.href = url;
-      a.download = dl.dataset.name;
-      document.body.appendChild(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 1000);
+      downloadText(text, artifact.media_type, dl.dataset.name);
     }
   });
+  // A Copy button says whether the clipboard took the text, then reads as before.
+  async function copyWithFeedback(button, text, done, failed, label) {
+    try {
+      await navigator.clipboard.writeText(text);
+      button.textContent = done;
+    } catch (err) {
+      button.textContent = failed;
+    }
+    setTimeout(() => { button.textContent = label; }, 1500);
+  }
+  // Save text as a file named ``name`` (a Download button).
+  function downloadText(text, mediaType, name) {
+    const url = URL.createObjectURL(new Blob([text], {type: mediaType}));
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = name;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  }
   // "Copy all" and "Download all" for a plan of several tabs: every tab's
   // text as shown (placeholder values in), companions first as they start
   // first, each under a "# --- label ---" line; the download is the plan's
@@ -485,26 +492,12 @@
     if (preview) return;
     const all = ev.target.closest("button.copy-all");
     if (all) {
-      try {
-        await navigator.clipboard.writeText(allTabsText());
-        all.textContent = "Copied all";
-      } catch (err) {
-        all.textContent = "Copy failed";
-      }
-      setTimeout(() => { all.textContent = "Copy all"; }, 1500);
+      await copyWithFeedback(all, allTabsText(), "Copied all", "Copy failed", "Copy all");
       return;
     }
     const dl = ev.target.closest("button.download-all");
     if (!dl || !plan.output.bundle) return;
-    const blob = new Blob([scriptWithValues(plan.output.bundle.text)], {type: plan.output.bundle.media_type});
-    const url = URL.createObjectURL(blob);
-    const a = document.createElement("a");
-    a.href = url;
-    a.download = dl.dataset.name;
-    document.body.appendChild(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
+    downloadText(scriptWithValues(plan.output.bundle.text), plan.output.bundle.media_type, dl.dataset.name);
   });
   document.getElementById("commands").addEventListener("keydown", (ev) => {
     const tab = ev.target.closest('[role="tab"]');

@@ -1,0 +1,19 @@
+// Test and bench helper: restore the build's memory snapshot in Node exactly
+// as the page's worker does (site_src/assets/boot-python.mjs growingFactory).
+// restore({pyodide, snapshot, stdlib?}) → the Pyodide instance; ``stdlib`` is
+// the trimmed standard library the snapshot path ships (build.snapshot_stdlib_zip),
+// Pyodide's own when absent. Used by tests/pyodide_pages.mjs and tests/pyodide_soak.mjs.
+import {readFileSync} from "node:fs";
+import {pathToFileURL} from "node:url";
+
+export async function restore(input) {
+  const assets = new URL("../site_src/assets/", import.meta.url);
+  const {growingFactory} = await import(new URL("boot-python.mjs", assets).href);
+  const indexURL = input.pyodide.endsWith("/") ? input.pyodide : input.pyodide + "/";
+  const {loadPyodide} = await import(pathToFileURL(indexURL + "pyodide.mjs").href);
+  const factory = (await import(pathToFileURL(indexURL + "pyodide.asm.mjs").href)).default;
+  const bytes = new Uint8Array(readFileSync(input.snapshot));
+  const options = {indexURL, _loadSnapshot: bytes, createPyodideModule: growingFactory(factory, bytes.length)};
+  if (input.stdlib) options.stdLibURL = input.stdlib;
+  return loadPyodide(options);
+}
