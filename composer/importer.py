@@ -824,7 +824,10 @@ def import_commands(ctx, reading: Reading, hint: str | None = None, hardware: st
 
     from composer.api import compose_page
     page = compose_page(ctx, q(hardware=hardware))
-    hw_ids = [o["id"] for o in page["options"].get("hardware", ()) if not o["disabled"]] or [None]
+    # Disabled options too: the pasted commands may be a plan the page disables
+    # (one vLLM would refuse, e.g. a context the KV cache cannot hold); the
+    # ranking puts a plan that runs first among equally close ones.
+    hw_ids = [o["id"] for o in page["options"].get("hardware", ())] or [None]
     if hardware:
         hw_ids = [hardware] if hardware in hw_ids else hw_ids
     strategies = [o["id"] for o in page["options"].get("strategy", ())] or [None]
@@ -857,7 +860,11 @@ def import_commands(ctx, reading: Reading, hint: str | None = None, hardware: st
             break
         page = compose_page(ctx, best)
         # A checked box's query turns it off, so selected options count too.
-        tried = [o["query"] for items in page["options"].values() for o in items if not o["disabled"]]
+        tried = [o["query"] for items in page["options"].values() for o in items]
+        if nodes:
+            # A choice may reset the node count (its dimension's ``resets``,
+            # composer.dimensions): try it at the pasted count too.
+            tried += [parse_query(t).with_values(nodes=str(nodes)).query() for t in tried if "nodes=" not in t]
         if hardware:
             tried = [t for t in tried if f"hardware={hardware}" in t or "hardware=" not in t]
         better = min(tried, key=lambda t: evaluate(t)[0], default=None)
