@@ -43,13 +43,13 @@ def test_every_emitted_command_imports_to_its_own_plan(source, rid, query):
 
 def test_one_node_of_several_finds_the_multi_node_plan():
     ctx = golden.context("ours", K3)
-    plan = compose(ctx, "hardware=h200&nodes=2&strategy=multi_node_tp", every_form=False)
+    plan = compose(ctx, "hardware=b200&nodes=2&strategy=multi_node_tp", every_form=False)
     r = importer.import_commands(ctx, importer.read_text(plan["commands"][0]["pip_text"]))
     assert r.plan["selection"]["strategy"] == "multi_node_tp" and r.plan["selection"]["nodes"] == 2
     assert r.differences == 0 and len(r.unpasted) == 1
 
 
-def _k3_text(query="hardware=h200&nodes=2&strategy=multi_node_tp") -> str:
+def _k3_text(query="hardware=h200&nodes=4&strategy=multi_node_tp") -> str:
     return command_text(compose(golden.context("ours", K3), query, every_form=False))
 
 
@@ -86,7 +86,7 @@ def test_layout_roles_and_wrappers():
     reading = importer.read_text(text)
     roles = [importer.layout_of(c).role for c in reading.serve]
     assert roles == ["prefill"] * 4 + ["decode"] * 4
-    dep = importer.layout_of(importer.read_text(_k3_text("hardware=h200&nodes=2&strategy=multi_node_dep")).serve[1])
+    dep = importer.layout_of(importer.read_text(_k3_text("hardware=b200&nodes=2&strategy=multi_node_dep")).serve[1])
     assert (dep.dp, dep.dp_local, dep.ep, dep.nodes, dep.node_rank) == (16, 8, True, 2, 1)
     api = importer.read_text("CUDA_VISIBLE_DEVICES=0,1 python3 -m vllm.entrypoints.openai.api_server --model "
                              "meta-llama/Llama-3.3-70B-Instruct -tp 2 2>&1 | tee log")
@@ -154,10 +154,10 @@ def test_pasted_text_never_reaches_the_link():
 
 def test_compare_same_plan_is_empty_and_different_plans_differ():
     ctx = golden.context("ours", K3)
-    q = "hardware=h200&nodes=2&strategy=multi_node_tp"
+    q = "hardware=b200&nodes=2&strategy=multi_node_tp"
     same = compare(ctx, q, q)
     assert same["same"] and same["differences"] == 0
-    c = compare(ctx, q, "hardware=h200&nodes=2&strategy=multi_node_dep")
+    c = compare(ctx, q, "hardware=b200&nodes=2&strategy=multi_node_dep")
     head = c["commands"][0]
     names = {d["name"] for d in head["differences"]}
     assert {"--data-parallel-size", "--tensor-parallel-size", "--enable-expert-parallel"} <= names
@@ -201,7 +201,7 @@ def test_cli_import_json_equals_the_api_and_text_shows_the_link():
 
 
 def test_cli_compare_equals_the_api():
-    a, b = "hardware=h200&nodes=2&strategy=multi_node_tp", "hardware=h200&nodes=2&strategy=multi_node_dep"
+    a, b = "hardware=b200&nodes=2&strategy=multi_node_tp", "hardware=b200&nodes=2&strategy=multi_node_dep"
     out = _cli(K3, "--query", a, "--compare", b, "--format", "json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == compare(golden.context("ours", K3), a, b)

@@ -189,7 +189,7 @@ def test_a_pd_plan_is_one_job_per_pool_and_the_router(k3, tmp_path, fake_bin):
 
 
 def test_a_missing_value_stops_the_job_before_srun(k3, tmp_path, fake_bin):
-    plan = slurm_plan(k3, "hardware=h200&nodes=2&strategy=multi_node_tp")
+    plan = slurm_plan(k3, "hardware=b200&nodes=2&strategy=multi_node_tp")
     script = next(a["text"] for a in plan["output"]["artifacts"] if a["file_name"] == "serve.sbatch")
     out, nodes = run_job(script, ["a", "b"], {}, tmp_path, fake_bin)
     assert out.returncode != 0 and "IFACE_NAME" in out.stderr and not any(nodes)
@@ -228,6 +228,6 @@ def test_hostile_recipe_values_stay_words_in_the_script(tmp_path, fake_bin):
 def test_cli_format_slurm_prints_the_scripts(k3, capsys):
     from composer.buildtime.cli import main
 
-    assert main(["moonshotai/Kimi-K3", "--query", "hardware=h200&nodes=2&strategy=multi_node_tp", "--format", "slurm"]) == 0
+    assert main(["moonshotai/Kimi-K3", "--query", "hardware=b200&nodes=2&strategy=multi_node_tp", "--format", "slurm"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("#!/usr/bin/env bash\n#SBATCH --job-name=Kimi-K3-serve\n#SBATCH --nodes=2")
