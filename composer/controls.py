@@ -505,7 +505,7 @@ def _dim_values(sel: Selection) -> dict[str, set[str]]:
     vals = {"hardware": {sel.hardware}, "variant": {sel.variant}, "strategy": {sel.strategy}, "task": {sel.task or ""},
             "nodes": set() if sel.prefill else {str(sel.nodes)}, "features": set(sel.features),
             "advanced": set(sel.advanced), "kv_offload": {sel.kv_offload or "off"}, "install": {sel.form},
-            "instances": {str(sel.instances)}, "cuda": {sel.cuda or ""}}
+            "instances": {str(sel.instances)}, "cuda": {sel.cuda or ""}, "context": {sel.context}}
     for name in POOLS:
         pool = sel.pool(name)
         vals[f"{name}_mode"] = {pool.mode} if pool else set()

@@ -248,8 +248,11 @@ def test_the_context_parameter_states_a_concurrency(ctx_of, context, tokens):
         assert f"context={context}" in p["url"]
     else:
         assert "context=" not in p["share_url"]  # the default is not pinned
-    page = compose_page(ctx, "hardware=h200")
-    assert [o["id"] for o in page["options"]["context"]] == ["8k", "32k", "128k"]
+    page = compose_page(ctx, f"hardware=h200&context={context}")
+    opts = page["options"]["context"]
+    assert [o["id"] for o in opts] == ["8k", "32k", "128k"]
+    assert [o["id"] for o in opts if o["default"]] == ["32k"]  # the page marks a changed context, not the default
+    assert any(o["changed"] for o in opts) == (context != "32k")
 
 
 def test_an_unknown_context_is_a_warning(ctx_of):
