@@ -40,7 +40,7 @@ def memory_settings(ctx: RecipeContext, sel: Selection, pool: str | None = None)
     """Every flag of the composed command the memory model reads
     (``composer.memory.Flags``). Topology flags never set them, so they are
     cached per selection without its node counts."""
-    key = (sel.hardware, sel.variant, sel.strategy, sel.features, sel.advanced, sel.kv_offload, pool)
+    key = (sel.hardware, sel.variant, sel.strategy, sel.features, sel.modes, sel.advanced, sel.kv_offload, sel.task, pool)
     return ctx.cache("memory-flags").get(key, lambda: _memory_settings(ctx, sel, pool))
 
 
@@ -410,10 +410,6 @@ def _resolve_nodes(ctx: RecipeContext, sel: Selection, want_nodes: int | None, n
     if nodes is None:
         n.add("error", "capacity", f"No node count up to {MAX_NODES} of {hwname} gives {ctx.strategy_label(sid)} a valid layout with room for the weights and the KV cache. {fit_hint(ctx, sel)}")
         nodes = lower if lower <= MAX_NODES else MAX_NODES
-    elif want_nodes is None and nodes == floor:
-        _say_tp_skipped(ctx, sel, lower, nodes, lambda k: layout_for(ctx, sel, k), "nodes", "Nodes", n)
-    elif want_nodes is None:
-        pass  # said below by nodes-set, whose reasons include every TP skipped (issue 18 and 21: one notice)
     elif want_nodes is not None and nodes != want_nodes:
         floor_msg = f"{ctx.strategy_label(sid)} needs at least {floor} nodes ({max(ctx.floor_gpus(sid, hw), 2 * ctx.hw(hw).gpu_count) if floor == 2 else ctx.floor_gpus(sid, hw)} GPUs)."
         why = raise_reasons(ctx, sel, want_nodes, floor, nodes, floor_msg, lambda k: layout_for(ctx, sel, k))
@@ -426,6 +422,8 @@ def _resolve_nodes(ctx: RecipeContext, sel: Selection, want_nodes: int | None, n
                   subject="nodes", old=want_nodes, new=nodes, reason=why)
     if nodes is not None and nodes > floor and (want_nodes is None or want_nodes == nodes) and (
             want_nodes is None or smallest_nodes(ctx, sel, floor, lambda k: layout_for(ctx, sel, k), floor) == nodes):
+        # (A count the composer chose itself is said here only: these reasons
+        # include every count skipped for a TP vLLM refuses, issue 18.)
         # A count above the strategy's floor that is the fewest that work is
         # said with the reasons a link's raised count gets, whether it was
         # chosen here (a click on a GPU, a link without nodes=) or asked for
