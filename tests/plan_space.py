@@ -1,8 +1,17 @@
 """The plans the form tests walk: every recipe of ours with its selection
-space, and every corpus recipe (for its default plan)."""
+space, and every corpus recipe (for its default plan).
+
+The walks that run a check per plan (manifests, config files, sbatch jobs)
+check one plan per *shape* by default (``shapes``): what the form writes
+around the argv follows the shape, and the argv itself is the page's, which
+the golden file and the property tests pin for every selection. CI's 10-minute
+budget holds that walk; ``COMPOSER_FULL_TESTS=1 make test`` walks every plan
+(a release check, about 4 × longer)."""
 
 from __future__ import annotations
 
+import os
+from functools import lru_cache
 from pathlib import Path
 
 from composer.api import compose_page, make_context
@@ -12,13 +21,44 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "upstream-recipes"
 
 
-def our_plans():
-    """``(recipe id, context)`` of every recipe under ``recipes/``."""
+FULL = os.environ.get("COMPOSER_FULL_TESTS") == "1"
+"""Walk every plan, not one per shape (see the module docstring)."""
+
+
+@lru_cache(maxsize=1)
+def _ours() -> tuple:
     recipes = ROOT / "recipes"
     catalog = load_catalog(recipes)
-    for rid in recipe_paths(recipes):
-        ctx = make_context(rid, load_recipe(recipes, rid), catalog)
-        yield rid, ctx
+    return tuple((rid, make_context(rid, load_recipe(recipes, rid), catalog)) for rid in recipe_paths(recipes))
+
+
+def our_plans():
+    """``(recipe id, context)`` of every recipe under ``recipes/`` (loaded once per process)."""
+    return iter(_ours())
+
+
+def shape(ctx, plan: dict) -> tuple:
+    """What a form writes around the argv follows: the hardware's brand (the
+    GPU resource, the image), the GPUs a node's command uses, strategy, node count, P/D pools, KV offload and instances,
+    and the commands' roles and pools."""
+    sel = plan["selection"]
+    cmds = plan["commands"] or plan["blocked_commands"]
+    gpus = tuple(sorted({plan_gpus(list(c["argv"])) for c in cmds if c["argv"][:2] == ["vllm", "serve"]}))
+    return (ctx.hw(sel["hardware"]).brand, gpus, sel["strategy"], sel["nodes"], sel.get("prefill_mode"), sel.get("prefill_nodes"),
+            sel.get("decode_mode"), sel.get("decode_nodes"), sel["kv_offload"], sel.get("instances"),
+            plan["status"], tuple((c["role"], c["pool"]) for c in cmds))
+
+
+def shapes(ctx, plans):
+    """The distinct plans of ``plans`` (of context ``ctx``, by ``url``), one
+    per ``shape`` unless ``FULL``: ``(plan, ...)`` in walk order."""
+    seen: set = set()
+    for plan in plans:
+        key = plan["url"] if FULL else shape(ctx, plan)
+        if key not in seen and plan["url"] not in seen:
+            seen.add(key)
+            seen.add(plan["url"])
+            yield plan
 
 
 def corpus_contexts():
@@ -29,6 +69,16 @@ def corpus_contexts():
 
 
 def selection_space(ctx):
+    """``_selection_space`` of ``ctx``, computed once per process."""
+    return iter(_space(ctx))
+
+
+@lru_cache(maxsize=8)
+def _space(ctx) -> tuple:
+    return tuple(_selection_space(ctx))
+
+
+def _selection_space(ctx):
     """Queries over every variant × hardware × strategy, then every enabled
     choice of nodes, pool modes and sizes, KV offload and instances from each
     of those, and every feature on."""

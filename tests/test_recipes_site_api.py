@@ -16,6 +16,8 @@ designs (exit 1, naming the multi-process fields).
 
 from __future__ import annotations
 
+from collections import Counter
+
 import functools
 import hashlib
 import http.server
@@ -34,7 +36,7 @@ import yaml
 from composer.api import compose
 from composer.argv import parse_tokens
 from composer.buildtime.routes import public_api_ids
-from tests.plan_space import our_plans
+from tests.plan_space import FULL, our_plans
 from tests.test_config_form import vllm_load_config_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -152,6 +154,7 @@ def test_the_converter_reads_every_rendering_of_our_recipes(site, converter, tmp
     ours = dict(our_plans())
     assert sorted(m["hf_id"] for m in models) == sorted(public_api_ids(ours))
     counts = {"single": 0, "refused": 0, "runs": 0}
+    refused_of: Counter = Counter()
     for model in models:
         rid = model["hf_id"]
         ctx = ours[rid]
@@ -179,19 +182,23 @@ def test_the_converter_reads_every_rendering_of_our_recipes(site, converter, tmp
                 assert path == f"/{rid}/hw/{hw}/strategies/{sid}.json" and alt["selection"]["strategy"] == sid
                 checks.append((alt, ("--api-base", base, "--model", rid, "--hardware", hw, "--strategy", sid)))
             for want, args in checks:
+                single = len(want["commands"]) == 1
+                if not single and not FULL and refused_of[rid] >= 3:
+                    continue  # the converter refuses every multi-process rendering alike: a few per recipe show it
                 res = run(converter, tmp_path, *args)
                 counts["runs"] += 1
-                if len(want["commands"]) == 1:
+                if single:
                     check_single(res, tmp_path, want)
                     counts["single"] += 1
                 else:
                     check_refused(res)
                     counts["refused"] += 1
+                    refused_of[rid] += 1
         # The default hardware's older strategy paths are the same renderings.
         for sid, path in rec["alternatives"].items():
             assert path == f"/{rid}/strategies/{sid}.json"
             assert get(base, path) == get(base, f"/{rid}/hw/{rec['hardware']}/strategies/{sid}.json")
-    assert counts["single"] > 10 and counts["refused"] > 10, counts
+    assert counts["single"] > 10 and counts["refused"] >= 6, counts
     print(counts)
 
 
