@@ -39,7 +39,7 @@ class CommandPair:
 class PoolFigures:
     """Capacity and concurrency of one pool (``deployment`` outside P/D) in
     one plan: GPUs, KV cache (GB) and tokens (the memory model's estimate,
-    ``composer.memory``), the engines (DP ranks, each scheduling its own batch; 1
+    ``composer.memory``; every DP rank's together), the engines (DP ranks, each scheduling its own batch; 1
     without DP), ``max_num_seqs`` in force per engine (the flag or vLLM's
     default for the GPU, ``launch.budget``; None unknown), the max-model-len in
     force, and ``full_sequences``: how many sequences of that length the KV
@@ -140,7 +140,11 @@ def _figures(ctx, plan) -> dict[str, PoolFigures]:
             b = launch.budget(s, facts, targets.get(pool) or targets.get(None) or launch.Target())
             seqs, mml = b.seqs, b.max_model_len
         tokens = cap.get("kv_tokens")
-        full = tokens // mml if tokens and mml else None
+        # DEP: vLLM logs one DP rank's tokens, and each rank keeps its own sequences (a new user read
+        # "1 of 1,048,576" for a decode pool of 16 ranks): the pool holds engines × that.
+        ranks = engines if cap.get("kv_tokens_per_dp_rank") else 1
+        full = ranks * (tokens // mml) if tokens and mml else None
+        tokens = ranks * tokens if tokens else tokens
         out[scope] = PoolFigures(scope, str(cap.get("where", "")), cap.get("gpus"), cap.get("kv_gb"), tokens,
                                  engines, seqs, mml, full)
     return out

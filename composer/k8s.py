@@ -843,14 +843,20 @@ def _router(form: _Form, router: Command, image: str, endpoints: dict[str, str])
 
 
 def _instance_url(form: _Form, tok: str) -> str:
-    """A KV-store router's worker URL → the LeaderWorkerSet pod's DNS name
+    """A router's worker URL → the LeaderWorkerSet pod's DNS name
     (``<lws>-<group>`` for a leader, ``<lws>-<group>-<index>`` for a worker,
-    under the headless Service ``<lws>`` the controller creates)."""
+    under the headless Service ``<lws>`` the controller creates): a KV store's
+    ``$INSTANCE_<n>_…`` hosts, and a hybrid-LB deployment's ``$HEAD_IP`` and
+    ``$NODE_<k>_IP`` (group 0)."""
     def one(m: re.Match) -> str:
         g = int(m.group(1)) - 1
         return f"{form.base}-{g}-{m.group(2)}.{form.base}" if m.group(2) else f"{form.base}-{g}.{form.base}"
 
-    return re.sub(r"\$INSTANCE_(\d+)_(?:NODE_(\d+)_IP|HEAD_IP|IP)\b", one, escape(tok))
+    def single(m: re.Match) -> str:  # one multi-node deployment: group 0 of the LeaderWorkerSet
+        return f"{form.base}-0-{m.group(1)}.{form.base}" if m.group(1) else f"{form.base}-0.{form.base}"
+
+    tok = re.sub(r"\$INSTANCE_(\d+)_(?:NODE_(\d+)_IP|HEAD_IP|IP)\b", one, escape(tok))
+    return re.sub(r"\$(?:NODE_(\d+)_IP|HEAD_IP)\b", single, tok)
 
 
 def _pd(form: _Form, serving, router, layouts, pod_template, nest, image) -> None:

@@ -219,7 +219,8 @@ RULES: tuple[Rule, ...] = (
          "vllm/renderers/chat_utils/chat_template.py:21-47 (called from vllm/entrypoints/common/cli_args.py:538-539)",
          "The supplied chat template string ({path}) appears path-like, but doesn't exist! Tried: {path} and "
          "…/vllm/transformers_utils/chat_templates/{path}",
-         static="files on the node: a path under examples/ is in vLLM's source tree and container, not in its wheel"),
+         static="files on the node: a file of vLLM's source tree (examples/) is in its container, and a host install "
+                "fetches it (composer.run_forms.source_fetches); any other examples/ path exists nowhere"),
     Rule("auto-tool-choice-needs-parser", "error", "command", "vllm/entrypoints/common/cli_args.py:552-554",
          "Error: --enable-auto-tool-choice requires --tool-call-parser"),
     Rule("log-outputs-needs-log-requests", "error", "command", "vllm/entrypoints/common/cli_args.py:555-556",
@@ -1069,16 +1070,54 @@ BUILTIN_CHAT_TEMPLATES = frozenset({"template_basic.jinja", "template_blip2.jinj
 """Chat templates the vLLM 0.33.0 wheel ships (``vllm/transformers_utils/chat_templates/``)."""
 
 
+SOURCE_TEMPLATES = frozenset({
+    "examples/pooling/embed/template/dse_qwen2_vl.jinja", "examples/pooling/embed/template/nemotron_embed_vl.jinja", "examples/pooling/embed/template/vlm2vec_phi3v.jinja",
+    "examples/pooling/embed/template/vlm2vec_qwen2vl.jinja", "examples/pooling/score/template/bge-reranker-v2-gemma.jinja", "examples/pooling/score/template/mxbai_rerank_v2.jinja",
+    "examples/pooling/score/template/nemotron-rerank.jinja", "examples/pooling/score/template/nemotron-vl-rerank.jinja", "examples/pooling/score/template/qwen3_reranker.jinja",
+    "examples/pooling/score/template/qwen3_vl_reranker.jinja", "examples/pooling/score/template/zerank2.jinja", "examples/template_alpaca.jinja",
+    "examples/template_chatglm.jinja", "examples/template_chatglm2.jinja", "examples/template_chatml.jinja",
+    "examples/template_falcon.jinja", "examples/template_falcon_180b.jinja", "examples/template_inkbot.jinja",
+    "examples/template_teleflm.jinja", "examples/tool_chat_template_apertus.jinja", "examples/tool_chat_template_deepseekr1.jinja",
+    "examples/tool_chat_template_deepseekv3.jinja", "examples/tool_chat_template_deepseekv31.jinja", "examples/tool_chat_template_functiongemma.jinja",
+    "examples/tool_chat_template_gemma3_pythonic.jinja", "examples/tool_chat_template_gemma4.jinja", "examples/tool_chat_template_glm4.jinja",
+    "examples/tool_chat_template_granite.jinja", "examples/tool_chat_template_granite_20b_fc.jinja", "examples/tool_chat_template_hermes.jinja",
+    "examples/tool_chat_template_hunyuan_a13b.jinja", "examples/tool_chat_template_internlm2_tool.jinja", "examples/tool_chat_template_llama3.1_json.jinja",
+    "examples/tool_chat_template_llama3.2_json.jinja", "examples/tool_chat_template_llama3.2_pythonic.jinja", "examples/tool_chat_template_llama4_json.jinja",
+    "examples/tool_chat_template_llama4_pythonic.jinja", "examples/tool_chat_template_mistral.jinja", "examples/tool_chat_template_mistral3.jinja",
+    "examples/tool_chat_template_mistral_parallel.jinja", "examples/tool_chat_template_muse_glimmer.jinja", "examples/tool_chat_template_phi4_mini.jinja",
+    "examples/tool_chat_template_qwen3coder.jinja", "examples/tool_chat_template_toolace.jinja", "examples/tool_chat_template_xlam_llama.jinja",
+    "examples/tool_chat_template_xlam_qwen.jinja",
+})
+"""Jinja templates under ``examples/`` in vLLM {VERSION}'s source tree (the
+sdist ``vllm-0.33.0.tar.gz``, paths from its root): in the Docker image (work
+directory ``/vllm-workspace``), not in the wheel. A host install fetches the
+ones a command names (``composer.run_forms.source_fetches``)."""
+
+
+def source_template(argv: Sequence[str]) -> Optional[str]:
+    """The ``--chat-template`` value of ``argv`` when it names a file of vLLM's
+    source tree (``SOURCE_TEMPLATES``, a leading ``./`` dropped), else None."""
+    for i, tok in enumerate(argv):
+        value = argv[i + 1] if tok == "--chat-template" and i + 1 < len(argv) else (
+            tok.split("=", 1)[1] if tok.startswith("--chat-template=") else None)
+        if value is not None:
+            path = value.removeprefix("./")
+            return path if path in SOURCE_TEMPLATES else None
+    return None
+
+
 def _check_frontend(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:
     tmpl = s.str("chat-template")
-    if tmpl and not any(c in tmpl for c in "{}\n") and t.install == "pip":
-        if tmpl.startswith("examples/") or tmpl.startswith("./examples/"):
+    if tmpl and not any(c in tmpl for c in "{}\n"):
+        path = tmpl.removeprefix("./")
+        if path.startswith("examples/") and path not in SOURCE_TEMPLATES:
+            # Not in vLLM's source tree: neither the image nor a host install has it.
             yield _v("chat-template-exists",
                      f"The supplied chat template string ({tmpl}) appears path-like, but doesn't exist! Tried: {tmpl} "
-                     f"and …/vllm/transformers_utils/chat_templates/{tmpl} ({tmpl} is in vLLM's source tree, not in the "
-                     f"pip wheel).",
-                     f"download {tmpl} from vLLM's GitHub (vllm-project/vllm, tag v{VERSION}) to the node and pass its "
-                     f"absolute path, use the Docker image, or drop --chat-template to use the model's own template")
+                     f"and …/vllm/transformers_utils/chat_templates/{tmpl} (vLLM {VERSION}'s source tree has no "
+                     f"{path}).",
+                     "name a template of vLLM's examples/ directory, a file on the node by its absolute path, or drop "
+                     "--chat-template to use the model's own template")
     if s.flag("enable-auto-tool-choice") and not s.str("tool-call-parser"):
         yield _v("auto-tool-choice-needs-parser", "Error: --enable-auto-tool-choice requires --tool-call-parser",
                  "add --tool-call-parser <parser>")
@@ -1216,15 +1255,20 @@ def _group_key(c: _Cmd) -> tuple:
 
 
 def _router_endpoints(cmds: Sequence[_Cmd]) -> Optional[dict[str, int]]:
-    """``{"prefill": n, "decode": n}`` URLs a P/D router lists, or None
-    without a router."""
+    """``{"prefill": n, "decode": n, "workers": n}``: the URLs a router lists
+    (P/D's ``--prefill``/``--decode``, and ``--worker-urls`` — each value up to
+    the next flag), or None without a router."""
     found = None
     for c in cmds:
         if c.argv and c.argv[0] == "vllm-router":
-            found = found or {"prefill": 0, "decode": 0}
-            for _i, tok in enumerate(c.argv[:-1]):
-                if tok in ("--prefill", "--decode"):
-                    found[tok[2:]] += 1
+            found = found or {"prefill": 0, "decode": 0, "workers": 0}
+            key = None
+            for tok in c.argv[1:]:
+                if tok.startswith("--"):
+                    key = {"--prefill": "prefill", "--decode": "decode", "--worker-urls": "workers"}.get(tok)
+                elif key is not None:
+                    found[key] += 1
+                    key = key if key == "workers" else None
     return found
 
 
@@ -1308,6 +1352,12 @@ def _check_groups(cmds: Sequence[_Cmd], facts_of: Callable[[_Cmd], ModelFacts]) 
             listed = router.get(pool, 0)
             reached = servers[:listed]
             how = f"the router lists {listed} {pool} endpoint{'s' if listed != 1 else ''}"
+        elif router is not None and router["workers"] and len(servers) > 1:
+            # --worker-urls, taken by the groups in plan order (a KV store's instances, one each)
+            listed = min(router["workers"], len(servers))
+            router["workers"] -= listed
+            reached = servers[:listed]
+            how = f"the router lists {listed} of the group's {len(servers)} API servers"
         elif len(servers) > 1:
             reached = servers[:1]
             how = "requests go to one endpoint (no router or load balancer lists the others)"

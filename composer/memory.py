@@ -316,7 +316,8 @@ class Capacity:
             max_model_len=self.max_model_len, max_model_len_explicit=self.max_model_len_explicit,
             max_concurrency=_r(self.concurrency), context=self.context, context_concurrency=_r(self.context_concurrency),
             log=self.log_lines(), levers=tuple(CapacityLever(lv.change, lv.kv_tokens, _r(lv.concurrency)) for lv in self.levers),
-            assumptions=self.assumptions, host_kv_gib_per_node=host_gib_per_node)
+            assumptions=self.assumptions, host_kv_gib_per_node=host_gib_per_node,
+            kv_tokens_per_dp_rank=bool(self.token_scope))
 
 
 def _r(x: float | None, nd: int = 2) -> float | None:

@@ -109,7 +109,9 @@ class CapacityCheck:
     change it most; ``assumptions`` what the estimate rests on;
     ``world_size`` the GPUs all ranks of the deployment or pool use (the
     commands' TP × PP × DP); ``host_kv_gib_per_node`` the host memory a KV
-    offload reserves per node. ``kv_gb`` is the replica's KV cache in GB."""
+    offload reserves per node. ``kv_gb`` is the replica's KV cache in GB;
+    ``kv_tokens_per_dp_rank``: ``kv_tokens`` (and the concurrency) count one DP
+    rank's cache, as vLLM logs it for DEP, each rank keeping its own sequences."""
 
     scope: str
     where: str
@@ -138,6 +140,7 @@ class CapacityCheck:
     levers: tuple[CapacityLever, ...] = ()
     assumptions: tuple[str, ...] = ()
     host_kv_gib_per_node: Optional[float] = None
+    kv_tokens_per_dp_rank: bool = False
 
 
 @dataclass(frozen=True)

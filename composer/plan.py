@@ -7,6 +7,7 @@ plan (``composer.controls``); the CLI and the JSON API never compute them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from composer import forms  # imported here, not lazily: the browser's memory snapshot holds only imported modules
@@ -15,7 +16,7 @@ from composer import run_forms as run
 from composer import vllm_cli
 from composer.argv import ArgvError, Entry, Source, flag_value
 from composer.positions import check
-from composer.canonical import canonical_request, pinned_request
+from composer.canonical import canonical_request, pinned_request, resolved_selection
 from composer.context import MAX_NODES, RecipeContext
 from composer.help import flag_help
 from composer.keypaths import KeyPath
@@ -24,7 +25,7 @@ from composer.memory import capacity
 from composer.notices import Notices
 from composer.placeholders import placeholders
 from composer.outputs import CapacityCheck, Checkpoint, Command, EnvSource, FlagSource, Manifests, Plan, RecipeRef, Replaced, to_json
-from composer.parallel import KINDS, node_units, serves_api, shape
+from composer.parallel import KINDS, layout_problem, node_units, serves_api, shape
 from composer.query import Request, parse_query
 from composer.dimensions import POOLS, Selection
 from composer.forms import FORMS, FormInput
@@ -204,6 +205,37 @@ def _scheduler_notices(entries: list[Entry], label: str, notices: Notices) -> No
                         subject="--compilation-config", old=cap, new=seqs * (1 + k))
 
 
+ALLOC_CONF = "PYTORCH_CUDA_ALLOC_CONF"
+
+
+def _connector_allocator(entries: list[Entry], env_b, notices: Notices | None, where: str) -> None:
+    """A KV connector (``--kv-transfer-config``, from KV offload or P/D) with
+    ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` (a recipe's hardware
+    block, e.g. the corpus Kimi-K3's hopper one): vLLM 0.33.0 refuses to start
+    (``vllm/config/vllm.py:1246-1300`` ``_verify_kv_transfer_compat``: CUDA
+    VMM can remap the pinned KV pages) and advises to unset it. The later,
+    chosen layer wins: the option is dropped from the variable (the variable
+    too when nothing is left), with an info notice naming both values.
+    Mutates ``env_b`` (``composer.argv.EnvBuilder``)."""
+    entry = env_b.entries.get(ALLOC_CONF)
+    if entry is None or not any(e.unit.key == "kv-transfer-config" for e in entries):
+        return
+    opts = [o for o in entry.value.split(",") if o.strip()]
+    kept = [o for o in opts if o.strip().replace(" ", "") != "expandable_segments:True"]
+    if kept == opts:
+        return
+    if kept:
+        env_b.entries[ALLOC_CONF] = replace(entry, value=",".join(kept))
+    else:
+        del env_b.entries[ALLOC_CONF]
+    if notices is not None:
+        notices.add("info", "connector-allocator",
+                    f"{ALLOC_CONF}={entry.value}{where} is dropped{' to ' + ','.join(kept) if kept else ''}: vLLM "
+                    f"{vllm_cli.VERSION} refuses expandable_segments:True with a KV connector (--kv-transfer-config), "
+                    f"whose pinned KV memory CUDA VMM could remap (vllm/config/vllm.py, _verify_kv_transfer_compat).",
+                    subject=ALLOC_CONF, old=entry.value, new=",".join(kept) or None)
+
+
 def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, extra_env: dict | None = None,
              lite: bool = False) -> Command:
     """One command of ``sel``: the layers composed for ``spec``, with its
@@ -221,6 +253,7 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
         notices.add("info", "feature-owned-flag",
                     f"{feature_label(ctx, fid)} is off, so {entry.unit.display()} from {source_label(ctx, entry.source)} was removed.")
     entries = argv_b.entries()
+    _connector_allocator(entries, env_b, None if lite else notices, f" on the {spec.pool} pool" if spec.pool else "")
     if not lite:
         _replacement_notices(ctx, entries, notices, f" on the {spec.pool} pool" if spec.pool else "")
         _vllm_notices(entries, env_b.values(), notices)
@@ -275,8 +308,13 @@ def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, noti
     fp8 = at(f=replace(flags, kv_dtype="fp8")) if cap.tokens_for is not None and (flags.kv_dtype or "auto") in (
         "auto", "bfloat16", "float16") else None
     more = None
-    if grow is not None and lay.nodes < MAX_NODES:
-        more = (f"{lay.nodes + 1} nodes", at(grow(lay.nodes + 1)))
+    if grow is not None:
+        # the next count whose layout vLLM accepts (a TP dividing the heads:
+        # composer.parallel.layout_problem), not merely one more node
+        bigger = next((k for k in range(lay.nodes + 1, MAX_NODES + 1)
+                       if layout_problem(ctx, grow(k), sel.variant) is None), None)
+        if bigger is not None:
+            more = (f"{bigger} nodes", at(grow(bigger)))
     elif lay.kind.id == "tp" and lay.nodes == 1 and lay.tp < lay.gpus_per_node:
         more = (f"TP {min(lay.gpus_per_node, lay.tp * 2)}",
                 at(replace(lay, tp=min(lay.gpus_per_node, lay.tp * 2))))
@@ -431,15 +469,34 @@ def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
             spec = CommandSpec(role, rank, tuple(node_units(lay, rank, deploy, head=head)))
             cmd = _command(ctx, sel, spec, lay, notices, label, lite=lite)
             cmds.append(cmd)
-            if many and serves_api(lay, rank):
-                host = f"$INSTANCE_{inst}_IP" if deploy == "single_node" else head if rank == 0 else f"$INSTANCE_{inst}_NODE_{rank}_IP"
+            if serves_api(lay, rank) and not lite:
+                host = (f"$INSTANCE_{inst}_IP" if deploy == "single_node" else head if rank == 0
+                        else f"$INSTANCE_{inst}_NODE_{rank}_IP") if many else head if rank == 0 else f"$NODE_{rank}_IP"
                 endpoints.append(f"http://{host}:{flag_value(cmd.argv, '--port') or '8000'}")
     grow = (lambda n: layout_for(ctx, sel, n)) if deploy != "single_node" else None
     caps = [_capacity_of(ctx, sel, lay, util, cmds[0], "deployment",
                          _where(lay, hwname) + (f", each of {sel.instances} instances" if many else ""), notices, grow)]
     if many:
         cmds.append(_store_router(ctx, sel, endpoints))
+    elif len(endpoints) > 1:
+        cmds.append(_lb_router(endpoints))
     return cmds, caps
+
+
+def _lb_router(endpoints: list[str]) -> Command:
+    """The router over the API servers of one multi-node deployment in which
+    several nodes serve the API (hybrid LB DP: ``--data-parallel-hybrid-lb``,
+    each node's API server sends only to its own node's engines, vLLM's
+    ``vllm/v1/engine/utils.py`` / ``entrypoints/cli/serve.py``): without it only
+    the head's ranks receive requests (the launch rule
+    ``dp-ranks-receive-requests``, issue 18)."""
+    argv = ["vllm-router", "--policy", "round_robin", "--worker-urls", *endpoints,
+            "--host", "0.0.0.0", "--port", ROUTER_PORT]
+    cmd = command_text(argv, head=1)
+    install = "uv pip install vllm-router"
+    text = run.tool_install(install, cmd)
+    return Command(role="router", node_rank=0, pool=None, label="Router", argv=tuple(argv), env={}, command=cmd,
+                   env_text="", text=text, install=install, pip_text=text)
 
 
 def _store_router(ctx: RecipeContext, sel: Selection, endpoints: list[str]) -> Command:
@@ -665,7 +722,53 @@ def plan_error(ctx: RecipeContext, values: dict[str, str]) -> str | None:
     return found[1] if found else None
 
 
+FALLBACK_ERRORS = frozenset({"capacity", "kv-capacity"})
+"""Errors of a recommended strategy that ``working_values`` answers with
+another strategy: the weights or one sequence's KV cache do not fit."""
+
+
+def working_values(ctx: RecipeContext, values: Mapping[str, str]) -> tuple[dict[str, str], str | None]:
+    """``(values, None)``, or — when ``values`` (query parameters) name
+    neither a strategy nor a node count (a node count asked for bounds the
+    strategies: the recommendation reads it) and the recommended one's plan is a capacity error
+    (``FALLBACK_ERRORS``) — ``values`` with the first other strategy of the
+    recipe whose plan has no error, and that strategy's id. Order: those the
+    recipe verified on this hardware, then the recipe's order; P/D is never
+    chosen for the user, nor a strategy that drops a chosen feature, knob, KV
+    offload or context. Found by a new user: Kimi K3 on H100 was disabled
+    (Multi-node TP cannot hold a 1M-token sequence, TP+PP on 4 nodes can)."""
+    values = dict(values)
+    if "strategy" in values or "nodes" in values:
+        return values, None
+    err = _plan_error(ctx, values)
+    if err is None or err[0] not in FALLBACK_ERRORS:
+        return values, None
+    from composer.canonical import resolved_with_notices
+
+    sel, _ = resolved_with_notices(ctx, values)
+    verified = [c.strategy for c in ctx.recipe.meta.verified_configs if c.hardware == sel.hardware]
+    order = sorted((s for s in ctx.strategies if s != sel.strategy and ctx.strategy_block_reason(s, sel.hardware) is None
+                    and ctx.strategy(s).deploy_type != "pd_cluster"), key=lambda s: s not in verified)
+    def _warnings(v: dict[str, str]) -> set[str]:  # e.g. feature-unavailable: a chosen feature not emitted
+        return {n.code for n in resolved_with_notices(ctx, v)[1] if n.level == "warning"}
+
+    kept = ("variant", "features", "advanced", "kv_offload", "context", "form", "task", "modes", "cuda")
+    for sid in order:
+        alt = {**values, "strategy": sid}
+        # never at the cost of a choice: a feature or knob the other strategy does not offer
+        if _plan_error(ctx, alt) is None and _warnings(alt) <= _warnings(values) and all(
+                getattr(resolved_selection(ctx, alt), k, None) == getattr(sel, k, None) for k in kept):
+            return alt, sid
+    return values, None
+
+
 def plan_error_notice(ctx: RecipeContext, values: dict[str, str]) -> tuple[str, str] | None:
+    """``(code, message)`` of the first error notice of the plan ``values``
+    compose to (``working_values`` first), or None."""
+    return _plan_error(ctx, working_values(ctx, values)[0])
+
+
+def _plan_error(ctx: RecipeContext, values: dict[str, str]) -> tuple[str, str] | None:
     """``(code, message)`` of the first error notice of the plan ``values``
     (query parameters) compose to, or None: the resolver's errors, then the
     commands' capacity and launch errors (``launch_notices``). Cached per
@@ -719,7 +822,17 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
     Kubernetes manifests: CLI, JSON API); otherwise only the selected form's,
     so a click on the page does not write YAML nobody sees."""
     req = parse_query(query)
+    values, fallback = working_values(ctx, req.values)
+    if fallback is not None:
+        before = _plan_error(ctx, dict(req.values))
+        req = req.with_values(strategy=fallback)
     sel, notices = resolve(ctx, req)
+    if fallback is not None:
+        recommended = resolved_selection(ctx, {k: v for k, v in values.items() if k != "strategy"}).strategy
+        said = before[1].split(". ")[0].rstrip(".") if before else "a capacity error"
+        notices.add("info", "strategy-fallback",
+                    f"{ctx.strategy_label(recommended)} (recommended on {ctx.hw(sel.hardware).display_name}) cannot "
+                    f"serve here: {said}. {ctx.strategy_label(fallback)} is shown instead.", subject="strategy", old=recommended, new=fallback)
     commands, caps = build_commands(ctx, sel, notices)
     has_cap_error = any(n.code in ("capacity", "kv-capacity", "kv-capacity-disagrees") for n in notices.items())
     for cap in caps:
@@ -748,7 +861,7 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
     client = run.client_checks(ctx, sel, commands)
     plan = Plan(
         recipe=RecipeRef(ctx.recipe_id, ctx.recipe.meta.title, ctx.model_id(sel.variant, sel.task)),
-        selection=sel.to_dict(), summary=summary_text, install=run.install(ctx, sel, comps), companions=tuple(comps),
+        selection=sel.to_dict(), summary=summary_text, install=run.install(ctx, sel, comps, commands), companions=tuple(comps),
         client=client, status=status,
         commands=tuple(commands) if status == "ok" else (), blocked_commands=tuple(commands) if status == "error" else (),
         notices=tuple(notices.items()), capacity=tuple(caps), **verification(ctx, sel),

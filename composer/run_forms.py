@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 
 from composer import vllm_cli
+from composer.launch import source_template
 from composer.argv import flag_value
 from composer.context import RecipeContext
 from composer.outputs import ClientChecks, Command, CompanionProcess, Install, InstallStep
@@ -254,10 +255,30 @@ NO_PIP = ("No pip install of vLLM is known here for {brand} hardware: run with D
 (``install`` gives pip lines for NVIDIA and AMD only, or the recipe turns pip off)."""
 
 
-def install(ctx: RecipeContext, sel, companions: list[CompanionProcess]) -> Install:
+SOURCE_URL = "https://raw.githubusercontent.com/vllm-project/vllm/{ref}/{path}"
+"""Where a file of vLLM's source tree is fetched from: the release tag, or
+``main`` for the nightly build."""
+
+
+def source_fetches(commands, nightly: bool = False) -> tuple[str, ...]:
+    """Shell lines that put the files of vLLM's source tree the ``commands``
+    name (``composer.launch.source_template``: a ``--chat-template
+    examples/…`` of the Docker image's ``/vllm-workspace``) at the same
+    relative path on a host install, so the argv runs unchanged from the
+    directory the install ran in. The wheel holds none of them (vLLM's
+    ``renderers/chat_utils/chat_template.py`` tries the path, then the wheel's
+    ``transformers_utils/chat_templates/``). ``()`` when none is named."""
+    paths = dict.fromkeys(p for c in commands if (p := source_template(c.argv)))
+    ref = "main" if nightly else f"v{VLLM_RELEASE}"
+    return tuple(f"mkdir -p {quote(p.rsplit('/', 1)[0])} && curl -fsSL -o {quote(p)} "
+                 f"{quote(SOURCE_URL.format(ref=ref, path=p))}" for p in paths)
+
+
+def install(ctx: RecipeContext, sel, companions: list[CompanionProcess], commands=()) -> Install:
     """Install lines: ``pip`` (a shell snippet or None), ``docker`` (``docker pull``
     or None), ``notes``, ``extras`` (connector and router packages) and the
-    recipe's ``dependencies`` for this brand and install form.
+    recipe's ``dependencies`` for this brand and install form. The pip
+    snippet ends with ``source_fetches(commands)``.
 
     The vLLM version is the highest minimum of recipe, variant and companions;
     one newer than the newest release known (``VLLM_RELEASE``) installs the
@@ -292,6 +313,8 @@ def install(ctx: RecipeContext, sel, companions: list[CompanionProcess]) -> Inst
         pip = None
     if pip and not pip.startswith("uv venv"):
         pip = "uv venv --python 3.12 && source .venv/bin/activate\n" + pip
+    if pip:
+        pip = "\n".join((pip, *source_fetches(commands, nightly)))
     image = docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, getattr(sel, "cuda", None))
     notes = [str(v["note"]) for k, v in (inst.items() if isinstance(inst, Mapping) else []) if isinstance(v, Mapping) and v.get("note")]
     if pip is None and sel.form == "pip":

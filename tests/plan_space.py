@@ -39,14 +39,20 @@ def our_plans():
 
 def shape(ctx, plan: dict) -> tuple:
     """What a form writes around the argv follows: the hardware's brand (the
-    GPU resource, the image), the GPUs a node's command uses, strategy, node count, P/D pools, KV offload and instances,
-    and the commands' roles and pools."""
+    GPU resource, the image), the GPUs a node's command uses, strategy, node
+    counts (1, 2 or more: a form writes the same around 3 nodes as around
+    16), P/D pool modes, KV offload, instances, status and the kinds of
+    command (role, pool)."""
     sel = plan["selection"]
     cmds = plan["commands"] or plan["blocked_commands"]
     gpus = tuple(sorted({plan_gpus(list(c["argv"])) for c in cmds if c["argv"][:2] == ["vllm", "serve"]}))
-    return (ctx.hw(sel["hardware"]).brand, gpus, sel["strategy"], sel["nodes"], sel.get("prefill_mode"), sel.get("prefill_nodes"),
-            sel.get("decode_mode"), sel.get("decode_nodes"), sel["kv_offload"], sel.get("instances"),
-            plan["status"], tuple((c["role"], c["pool"]) for c in cmds))
+
+    def few(n):
+        return None if n is None else min(int(n), 3)
+
+    return (ctx.hw(sel["hardware"]).brand, gpus, sel["strategy"], few(sel["nodes"]), sel.get("prefill_mode"),
+            few(sel.get("prefill_nodes")), sel.get("decode_mode"), few(sel.get("decode_nodes")), sel["kv_offload"],
+            sel.get("instances"), plan["status"], tuple(sorted({(c["role"], c["pool"] or "") for c in cmds})))
 
 
 def shapes(ctx, plans):

@@ -57,9 +57,9 @@ def test_click_and_link_give_the_same_reasons():
     h100 = next(o for o in compose_page(ctx, "")["options"]["hardware"] if o["id"] == "h100")
     # (with the memory model of issue 19 the 4-node plan is a kv-capacity error with fixes, so
     # the option may be disabled and then says no "Also changes"; the notices must agree either way)
-    assert h100["disabled"] or "nodes → 4" in h100["effects"]
+    assert not h100["disabled"] and "nodes → 4" in h100["effects"]
     clicked = _node_notices(compose(ctx, h100["query"]))
-    linked = _node_notices(compose(ctx, "hardware=h100&strategy=multi_node_tp&nodes=2"))
+    linked = _node_notices(compose(ctx, "hardware=h100&strategy=multi_node_tp_pp&nodes=2"))
     assert clicked and linked
     assert str(clicked[0]["new"]) == str(linked[0]["new"]) == "4"
     assert clicked[0]["reason"] == linked[0]["reason"]

@@ -29,7 +29,10 @@ def check_plan(plan: dict) -> None:
         dup = [k for k, c in Counter(flag_ids(cmd["argv"])).items() if c > 1]
         assert not dup, dup
     if plan["status"] == "ok":
-        assert all(c["fits"] for c in plan["capacity"])
+        # A plan the recipe marks verified stays ok where the memory model disagrees, and says so
+        # (issue 19: kv-capacity-disagrees; found on corpus Qwen3-VL-235B, multi-node DEP on 2 × H100).
+        disagrees = any(n["code"] == "kv-capacity-disagrees" for n in plan["notices"])
+        assert all(c["fits"] for c in plan["capacity"]) or disagrees
     else:
         assert any(n["level"] == "error" for n in plan["notices"])
 
@@ -52,7 +55,8 @@ def test_every_offered_choice_composes(rid, catalog):
             if ctx.hardware_block_reason(hw, variant):
                 continue
             for sid in ctx.strategies:
-                plan = compose_page(ctx, {"hardware": hw, "strategy": sid, "variant": variant})
+                # the plan only (the page's options of each are the golden file's and test_offered's)
+                plan = compose(ctx, {"hardware": hw, "strategy": sid, "variant": variant}, every_form=False)
                 check_plan(plan)
                 count += 1
     default = compose_page(ctx, "")

@@ -234,12 +234,25 @@ def test_max_model_len_that_cannot_fit_is_an_error(plan):
     # 4 × H100 hold the weights, but no TP count holds one 1M-token sequence
     # (the model's context, no --max-model-len): vLLM refuses to start, so an
     # error (issue 18.3), with a --max-model-len that fits among the fixes.
-    p = plan("hardware=h100")
+    p = plan("hardware=h100&strategy=multi_node_tp")
     (w,) = [n for n in p["notices"] if n["code"] == "kv-capacity"]
     assert w["level"] == "error" and int(w["new"]) < 1_048_576
     assert any(f["label"].startswith("--max-model-len auto") for f in w["fixes"])
-    p = plan("hardware=h100&advanced=max_model_len_auto")
+    p = plan("hardware=h100&strategy=multi_node_tp&advanced=max_model_len_auto")
     assert not [n for n in p["notices"] if n["code"] == "kv-capacity"]
+
+
+def test_a_recommended_strategy_that_cannot_serve_gives_way(plan):
+    # A new user found H100 disabled on the Kimi K3 page: the recommended Multi-node TP cannot hold one
+    # 1M-token sequence, TP+PP on 4 nodes can. Without a strategy in the query, the first offered one
+    # whose plan works is shown, and said; a strategy the link names is kept, error and all.
+    p = plan("hardware=h100")
+    assert p["status"] == "ok" and p["selection"]["strategy"] == "multi_node_tp_pp"
+    [n] = [n for n in p["notices"] if n["code"] == "strategy-fallback"]
+    assert (n["old"], n["new"]) == ("multi_node_tp", "multi_node_tp_pp") and "strategy=multi_node_tp_pp" in p["url"]
+    assert plan(p["url"])["selection"] == p["selection"]
+    assert not [o for o in plan("")["options"]["hardware"] if o["disabled"]]
+    assert plan("hardware=h100&strategy=multi_node_tp")["status"] == "error"
 
 
 def test_request_above_every_valid_count_comes_down(plan):

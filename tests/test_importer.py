@@ -166,6 +166,13 @@ def test_compare_same_plan_is_empty_and_different_plans_differ():
     (pool,) = c["pools"]
     assert pool["a"]["engines"] == 1 and pool["b"]["engines"] == 16
     assert pool["b"]["concurrency"] == 16 * pool["b"]["max_num_seqs"]
+    # DEP's capacity record counts one DP rank's tokens (as vLLM logs them); the pool row counts all 16
+    # (a new user read "1 of 1,048,576" for a whole DEP pool)
+    plan_b = compose(ctx, "hardware=b200&nodes=2&strategy=multi_node_dep")
+    [cap] = plan_b["capacity"]
+    assert cap["kv_tokens_per_dp_rank"] and pool["b"]["kv_tokens"] == 16 * cap["kv_tokens"]
+    assert pool["b"]["full_sequences"] == 16 * (cap["kv_tokens"] // pool["b"]["max_model_len"])
+    assert not compose(ctx, q)["capacity"][0]["kv_tokens_per_dp_rank"]
 
 
 def test_compare_pd_pools():

@@ -6,12 +6,14 @@ recipe key path and the fix, and the option that leads there is disabled."""
 
 from __future__ import annotations
 
+import shlex
+import shutil
 from pathlib import Path
 
 import pytest
 
 from composer.api import compose, compose_page, make_context
-from composer.launch import Target, check_command, check_plan
+from composer.launch import BUILTIN_CHAT_TEMPLATES, SOURCE_TEMPLATES, VERSION, Target, check_command, check_plan
 from composer.buildtime.loader import load_catalog, load_recipe
 from composer.model_facts import model_facts
 
@@ -148,24 +150,41 @@ def test_blackwell_only_moe_kernels_on_sm_12x():
 
 
 @corpus
-@pytest.mark.parametrize("rid", ["deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-V3.1"])
-def test_chat_template_from_vllms_source_tree_with_pip(rid):
-    # Issue 18 bullet 6: not in the wheel (composer.launch.BUILTIN_CHAT_TEMPLATES lists what it ships), so an
-    # error with pip, pointing at the recipe key; the Docker image runs from /vllm-workspace, which holds examples/.
-    plan, found = flagged(CORPUS, rid, "install=pip")
-    assert plan["status"] == "error"
-    [v] = found["chat-template-exists"]
-    assert v.level == "error" and "appears path-like, but doesn't exist!" in v.message
-    [n] = [n for n in plan["notices"] if n["code"] == "launch-chat-template-exists"]
-    assert n["subject"] == "--chat-template" and n["key"].startswith("features.tool_calling")
+@pytest.mark.parametrize("rid", ["deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3", "Google/gemma-4-31B-it"])
+@pytest.mark.parametrize("form", ["pip", "config", "slurm"])
+def test_chat_template_from_vllms_source_tree_is_fetched_by_a_host_install(rid, form):
+    # Issue 18 bullet 6: examples/… is in vLLM's source tree and its image (/vllm-workspace), not in
+    # the wheel; CI found every gemma-4 and DeepSeek default page an error plan. A host install now
+    # fetches the file to the same relative path (composer.run_forms.source_fetches), so the argv runs.
+    plan, found = flagged(CORPUS, rid, f"install={form}")
+    assert plan["status"] == "ok" and "chat-template-exists" not in found
+    [path] = {c["argv"][i + 1] for c in plan["commands"] for i, a in enumerate(c["argv"]) if a == "--chat-template"}
+    assert path in SOURCE_TEMPLATES
+    [fetch] = [line for line in plan["install"]["pip"].splitlines() if "curl" in line]
+    assert shlex.split(fetch)[-3:] == ["-o", path, f"https://raw.githubusercontent.com/vllm-project/vllm/v{VERSION}/{path}"]
     docker, in_docker = flagged(CORPUS, rid, "install=docker")
     assert "chat-template-exists" not in in_docker and docker["status"] == "ok"
+
+
+def test_source_templates_are_vllms_examples():
+    # The list is read off vLLM 0.33.0's sdist (examples/**/*.jinja); the wheel's own templates are another set.
+    assert "examples/tool_chat_template_deepseekr1.jinja" in SOURCE_TEMPLATES
+    assert all(p.startswith("examples/") and p.endswith(".jinja") for p in SOURCE_TEMPLATES)
+    assert not {p.rsplit("/", 1)[1] for p in SOURCE_TEMPLATES} & BUILTIN_CHAT_TEMPLATES - {"template_chatml.jinja"}
+
+
+def _recipe_with_template(tmp_path: Path, path: str) -> Path:
+    """A copy of the corpus with gemma-4-26B's --chat-template replaced by ``path``."""
+    shutil.copytree(CORPUS, tmp_path / "c")
+    f = tmp_path / "c" / "models" / "Google" / "gemma-4-26B-A4B-it.yaml"
+    f.write_text(f.read_text().replace("examples/tool_chat_template_gemma4.jinja", path))
+    return tmp_path / "c"
 
 
 @pytest.mark.parametrize("query,status,nodes", [
     ("hardware=h100&strategy=multi_node_tp&nodes=4", "error", 4),  # no TP count holds it: an error with fixes
     ("hardware=h100&strategy=multi_node_tp_pp&nodes=3", "ok", 4),  # PP splits the layers: 4 stages hold it
-    ("hardware=h200&nodes=2&strategy=multi_node_tp", "ok", 4),  # the README's first CLI example
+    ("hardware=h200&nodes=2&strategy=multi_node_tp", "ok", 4),  # the README's first CLI example before issue 19 (now on B200)
 ])
 def test_context_the_kv_cache_cannot_hold(query, status, nodes):
     """Issue 18's cases of a model context (1M tokens, no --max-model-len)
@@ -246,11 +265,15 @@ def test_node_count_options_disabled_exactly_when_their_plan_is_an_error(rid, qu
 
 
 @corpus
-def test_a_recipe_forced_error_does_not_disable_every_option():
-    # Corpus gemma-4's base args carry --chat-template examples/…: with pip (the default install) every
-    # plan is that error; the options keep it (they do not lead there), so they stay enabled.
-    c = ctx(CORPUS, "Google/gemma-4-26B-A4B-it")
-    assert "launch-chat-template-exists" in {n["code"] for n in compose(c, "", every_form=False)["notices"]}
+def test_a_recipe_forced_error_does_not_disable_every_option(tmp_path):
+    # A recipe whose base args name an examples/ file vLLM's source tree lacks: every plan is that
+    # error, on every install form; the options keep it (they do not lead there), so they stay enabled.
+    c = make_context("Google/gemma-4-26B-A4B-it", load_recipe(_recipe_with_template(tmp_path, "examples/no_such.jinja"),
+                     "Google/gemma-4-26B-A4B-it"), load_catalog(CORPUS))
+    for form in ("pip", "docker"):
+        plan = compose(c, f"install={form}", every_form=False)
+        [n] = [n for n in plan["notices"] if n["code"] == "launch-chat-template-exists"]
+        assert plan["status"] == "error" and "source tree has no examples/no_such.jinja" in n["message"]
     page = compose_page(c, "")
     for control in ("hardware", "strategy"):
         enabled = [o["id"] for o in page["options"][control] if not o["disabled"]]

@@ -46,13 +46,14 @@ TOP_LEVEL = ("models.json", "strategies.json", "taxonomy.json", "strategies")
 def deploy_type(plan: dict) -> str:
     """The rendering's ``deploy_type`` from the plan's shape: ``pd_cluster``
     (prefill and decode pools), ``kv_store_lb`` (instances behind a router),
-    ``multi_node`` (several nodes), else ``single_node``."""
+    ``multi_node`` (several nodes; with a router over their API servers in
+    hybrid-LB DP), else ``single_node``."""
     cmds = plan["commands"]
     if any(c["pool"] for c in cmds):
         return "pd_cluster"
-    if any(c["role"] == "router" for c in cmds):
+    if any(c["role"] == "router" for c in cmds) and (plan["selection"].get("instances") or 1) > 1:
         return "kv_store_lb"
-    return "multi_node" if len(cmds) > 1 else "single_node"
+    return "multi_node" if len([c for c in cmds if c["role"] != "router"]) > 1 else "single_node"
 
 
 def _docker(c: dict) -> dict:
@@ -68,8 +69,8 @@ def rendering(ctx: RecipeContext, plan: dict) -> dict:
     ``head_*``, ``worker_*`` (rank 1) and the plural ``worker_commands``,
     ``worker_argvs``, ``worker_envs``, ``worker_docker_*s``; P/D:
     ``prefill``/``decode`` (``mode``, ``nodeCount``, ``commands``, ``argvs``,
-    ``envs`` and node 1's ``command``/``argv``/``env``/``docker_*``) and
-    ``router``/``router_argv``. ``command`` texts are the pip form's (env
+    ``envs`` and node 1's ``command``/``argv``/``env``/``docker_*``); a router
+    (P/D, a KV store's instances, hybrid-LB DP): ``router``/``router_argv``. ``command`` texts are the pip form's (env
     exports not included: they are ``env``)."""
     sel, cmds = plan["selection"], plan["commands"]
     dtype = deploy_type(plan)
@@ -102,9 +103,9 @@ def rendering(ctx: RecipeContext, plan: dict) -> dict:
             out["instances"] = sel.get("instances", 1)
             out["vllm_commands"] = [c["command"] for c in serve]
             out["vllm_argvs"] = [list(c["argv"]) for c in serve]
-        router = next((c for c in cmds if c["role"] == "router"), None)
-        if router is not None:
-            out.update(router=router["command"], router_argv=list(router["argv"]), router_install=router.get("install"))
+    router = next((c for c in cmds if c["role"] == "router"), None)
+    if router is not None:
+        out.update(router=router["command"], router_argv=list(router["argv"]), router_install=router.get("install"))
     if plan["companions"]:
         out["companions"] = [{"label": c["label"], "description": c["description"], "command": c["command"],
                               "install": c["install"]} for c in plan["companions"]]

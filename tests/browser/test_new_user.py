@@ -121,7 +121,7 @@ def test_an_adjustment_reads_the_same_from_a_click_and_from_a_link(page, server)
     wait_ready(page)
     assert node_notice(page) == clicked
     # a link asking for 2 gives the same reasons
-    page.goto(server + K3 + "?hardware=h100&strategy=multi_node_tp&nodes=2")
+    page.goto(server + K3 + "?hardware=h100&strategy=multi_node_tp_pp&nodes=2")
     wait_ready(page)
     linked = node_notice(page)
     assert linked and linked[0]["text"].startswith("Nodes raised from 2 to 4")
