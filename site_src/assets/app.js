@@ -238,10 +238,12 @@
     const phBox = document.querySelector("#placeholders details");
     const phClosed = phBox !== null && !phBox.open;
     const tab = document.querySelector('#commands [role="tab"][aria-selected="true"]');
-    // A "Run with" form that has files of its own (the Kubernetes manifests) shows them first.
-    const fileNew = !document.querySelector('#commands [data-role="file"]') && (fragments.commands || "").includes('data-role="file"');
-    const tabId = tab && !fileNew ? tab.id : null;
+    // Another "Run with" form opens on its own first tab (its files, where it has any: the Kubernetes
+    // manifests, the sbatch script); the same form keeps the tab the user was reading.
+    const formOf = () => { const l = document.querySelector('#commands [role="tablist"]'); return l ? l.dataset.form : null; };
+    const formBefore = formOf();
     for (const name of FRAGMENTS) if (name in fragments) document.getElementById(name).innerHTML = fragments[name];
+    const tabId = tab && formOf() === formBefore ? tab.id : null;
     for (const key of open) {
       const d = document.querySelector(key);
       if (d) d.open = true;

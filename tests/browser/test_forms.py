@@ -94,3 +94,26 @@ def test_slurm_tab_copy_and_download_equal_the_cli(page, server, start):
     names = [check_block(page, blocks.nth(j), expected) for j in range(blocks.count())]
     assert set(names) == ({names[0]} if None in expected else set(expected))
     assert names == (["serve.sbatch"] if "multi_node" in start else ["prefill.sbatch", "decode.sbatch", "router.sbatch"])
+
+
+def test_another_form_opens_on_its_own_first_tab(page, server):
+    # A new user chose SLURM while reading "Node 1" and stayed on that tab, the sbatch script out of sight.
+    page.goto(f"{server}{K3}?hardware=b200&nodes=2&strategy=multi_node_tp&install=pip")
+    wait_ready(page)
+    selected = "() => document.querySelector('#commands [role=tab][aria-selected=true]').id"
+    page.locator("#commands [role=tab]").nth(1).click()
+    assert page.evaluate(selected) == "tab-1"
+    for form, first in (("slurm", "tab-slurm"), ("config", "tab-0"), ("docker", "tab-0")):
+        if form == "config":
+            page.locator("#commands [role=tab]").nth(1).click()
+        click(page, "install", form)
+        page.wait_for_function(f"() => location.search.includes('install={form}')")
+        settle(page)
+        assert page.evaluate(selected) == first, form
+        assert page.locator(f"#{page.locator('#' + first).get_attribute('aria-controls')}").is_visible()
+    # the same form keeps the tab the user reads: a click elsewhere re-renders it in place
+    page.locator("#commands [role=tab]").nth(1).click()
+    click(page, "kv_offload", "simple")
+    page.wait_for_function("() => location.search.includes('kv_offload=simple')")
+    settle(page)
+    assert page.evaluate(selected) == "tab-1"
