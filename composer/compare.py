@@ -91,6 +91,9 @@ class Comparison:
         return {
             "a": side(self.a), "b": side(self.b),
             "commands": [{"label": c.label, "a": c.a, "b": c.b, "a_argv": list(c.a_argv), "b_argv": list(c.b_argv),
+                          # what each plan's tab shows and copies (quoted, env exported): pasteable
+                          "a_text": _cmds(self.a)[c.a].get("text", "") if c.a is not None else "",
+                          "b_text": _cmds(self.b)[c.b].get("text", "") if c.b is not None else "",
                           "a_env": dict(c.a_env), "b_env": dict(c.b_env),
                           "differences": [_row(d) for d in c.differences]} for c in self.commands],
             "pools": [{"scope": s, "a": figs(x), "b": figs(y)} for s, x, y in self.pools],

@@ -12,7 +12,7 @@ from composer.dimensions import DIMENSIONS, EFFECT_DIMS, POOLS, Selection
 from composer.modes import default_mode, format_fmode, mode_block_reason, mode_label, moded_features, parse_fmode
 from composer.outputs import Option
 from composer.parallel import KINDS
-from composer.plan import plan_error_notice
+from composer.plan import plan_error_notice, working_values
 from composer.query import SCHEMA_VERSION, Request, parse_query
 from composer.resolve import feature_label, pd_modes, recommend
 
@@ -519,7 +519,8 @@ def _mark_defaults_and_effects(ctx: RecipeContext, sel: Selection, opts: dict) -
     """``default`` marks the option(s) the recipe default selects, ``changed`` an
     option whose state differs from it; ``effects`` says, before the click, what
     else a click would switch (e.g. "also: strategy → Multi-node TP, nodes → 2")."""
-    default = _dim_values(resolved_selection(ctx, {}))
+    # what a link of the option opens: the strategy fallback too (composer.plan.working_values)
+    default = _dim_values(resolved_selection(ctx, working_values(ctx, {})[0]))
     current = _dim_values(sel)
     for dim, items in opts.items():
         for item in items:
@@ -528,7 +529,7 @@ def _mark_defaults_and_effects(ctx: RecipeContext, sel: Selection, opts: dict) -
             item["effects"] = ""
             if item["selected"] or item["disabled"]:
                 continue
-            got = _dim_values(resolved_selection(ctx, dict(parse_query(item["query"]).values)))
+            got = _dim_values(resolved_selection(ctx, working_values(ctx, parse_query(item["query"]).values)[0]))
             changes = []
             for d in EFFECT_DIMS:
                 if d == dim or got.get(d) == current.get(d):

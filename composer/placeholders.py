@@ -32,8 +32,9 @@ MEANINGS: tuple[tuple[str, str, str], ...] = (
                                 "instance's other nodes and the router.", "10.0.{0}.1"),
     (r"INSTANCE_(\d+)_NODE_(\d+)_IP", "IP address of node {1} of vLLM instance {0}: its API server is one of the "
                                        "router's workers.", "10.0.{0}.1{1}"),
-    (r"NODE_(\d+)_IP", "IP address of node {0}: in hybrid-LB data parallelism each node's API server serves its own "
-                       "ranks, and the router lists it.", "10.0.0.1{0}"),
+    (r"NODE_(\d+)_IP", "IP address of node {0}, reachable from the router's host on port 8000: in hybrid-LB data "
+                       "parallelism each node's API server serves its own ranks, and the router lists it. On that "
+                       "node, ip -4 -br addr show <interface> prints it.", "10.0.0.1{0}"),
     (r"MOONCAKE_MASTER_IP", "IP address of the host that runs the Mooncake master.", "10.0.0.50"),
     (r"MOONCAKE_CONFIG_PATH", "Path of the Mooncake config file on each vLLM node; the Mooncake config tab writes it there.", "/etc/mooncake/config.json"),
     (r"MOONCAKE_STORE_CONFIG_PATH", "Path of the Mooncake store config file on the store host.", "/etc/mooncake/store.json"),

@@ -480,6 +480,11 @@ def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
         cmds.append(_store_router(ctx, sel, endpoints))
     elif len(endpoints) > 1:
         cmds.append(_lb_router(endpoints))
+        notices.add("info", "lb-router",
+                    f"Every node runs its own API server here (hybrid-LB data parallelism: each sends requests only "
+                    f"to its own node's engines), so the Router tab puts one endpoint in front of all {len(endpoints)}: "
+                    f"run it on any host that reaches port 8000 of every node, and send requests to it (port "
+                    f"{ROUTER_PORT}). Without it only the head's DP ranks receive requests.", subject="router")
     return cmds, caps
 
 

@@ -173,6 +173,8 @@ def test_compare_same_plan_is_empty_and_different_plans_differ():
     assert cap["kv_tokens_per_dp_rank"] and pool["b"]["kv_tokens"] == 16 * cap["kv_tokens"]
     assert pool["b"]["full_sequences"] == 16 * (cap["kv_tokens"] // pool["b"]["max_model_len"])
     assert not compose(ctx, q)["capacity"][0]["kv_tokens_per_dp_rank"]
+    # each side shows its tab's text, quoted as pasted (a new user found JSON values unquoted in the boxes)
+    assert head["b_text"] == plan_b["commands"][0]["text"] and "'{" in head["b_text"]
 
 
 def test_compare_pd_pools():

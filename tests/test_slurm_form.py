@@ -113,13 +113,16 @@ def check_plan(plan: dict, tmp: Path, fake_bin: Path, ran: dict, refusal: set | 
     for pool in ("prefill", "decode"):
         for k, h in enumerate(hosts_of.get(pool, ())):
             values[f"{pool.upper()}_NODE_{k + 1}"] = h
+    if "router" in pools and "serve" in pools:  # the router job's note names what it needs
+        assert "HEAD_IP and NODE_<k>_IP" in scripts["router.sbatch"] and "PREFILL" not in scripts["router.sbatch"]
     for k, h in enumerate(hosts_of.get("serve", ()) if "router" in pools else ()):
         # a hybrid-LB router lists every node's API server: the person gives the serve job's addresses
         values["HEAD_IP" if k == 0 else f"NODE_{k}_IP"] = h
     for pool, cs in pools.items():
         script = scripts[f"{pool}.sbatch"]
         n = len(cs)
-        assert sbatch_option(script, "nodes") == str(n) and sbatch_option(script, "exclusive") == ""
+        assert sbatch_option(script, "nodes") == str(n)
+        assert sbatch_option(script, "exclusive") == ("" if pool != "router" else None)  # no GPU node for the router
         assert sbatch_option(script, "ntasks-per-node") == "1"
         if pool == "router":
             assert sbatch_option(script, "gpus-per-node") is None

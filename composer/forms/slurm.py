@@ -1,8 +1,9 @@
 """The SLURM form: the plan as ``sbatch`` scripts — one per plan, or for P/D
-one per pool plus one for the router.
+one per pool plus one for the router (hybrid-LB DP: the serve job and the
+router's).
 
 Each script asks for the plan's shape (``#SBATCH --nodes``, one task per
-node, the GPUs a node's ranks use as ``--gpus-per-node``, ``--exclusive``
+node, the GPUs a node's ranks use as ``--gpus-per-node``, ``--exclusive`` (not for the router)
 nodes) and, when it runs:
 
 1. fails fast unless SLURM gave it exactly the plan's node count
@@ -78,14 +79,18 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
              "#SBATCH --ntasks-per-node=1"]
     if gpus:
         lines.append(f"#SBATCH --gpus-per-node={gpus}")
-    lines += ["#SBATCH --exclusive",
-              f"# {comment(inp.ctx.recipe.meta.title)}: {comment(inp.summary)}",
+    if gpus:  # the router uses no GPU: it needs no whole node
+        lines.append("#SBATCH --exclusive")
+    lines += [f"# {comment(inp.ctx.recipe.meta.title)}: {comment(inp.summary)}",
               f"# {comment(note)}"]
     if inp.blocked:
         lines.append("# The plan has errors; this job is NOT expected to work.")
     if inp.companions:
         lines.append("# Start first: " + comment(", ".join(c.label for c in inp.companions)) + " (see their tabs).")
-    lines += ["# vLLM must be installed on every node (the Install steps).", "set -euo pipefail", "",
+    installed = ("vLLM must be installed on every node (the Install steps)." if gpus else
+                 f"Needs {comment(cmds[0].install)} where it runs." if cmds[0].install else "")
+    lines += [f"# {installed}"] if installed else []
+    lines += ["set -euo pipefail", "",
               f"EXPECTED_NODES={nodes}",
               'if [ "${SLURM_JOB_NUM_NODES:-}" != "$EXPECTED_NODES" ]; then',
               f'  echo "error: this job runs on {nodes} node(s); SLURM gave ${{SLURM_JOB_NUM_NODES:-none}} '
@@ -143,9 +148,14 @@ def files(inp: FormInput, detail: object) -> tuple[tuple[Artifact, ...], Optiona
                 else how.format(name=name))
         out.append(Artifact(name, "text/x-shellscript", sbatch(inp, job, cmds, pool, _gpus_per_node(inp, pool), note),
                             note=note))
-    if router:
+    if router and any(c.pool for c in inp.commands):
         note = ("The router: submit with sbatch router.sbatch once the pool jobs run, with PREFILL_NODE_<k> and "
                 "DECODE_NODE_<k> set to their host names (scontrol show hostnames of each job's node list).")
+    elif router:  # hybrid-LB DP: the router lists every node's API server of the one serve job
+        note = ("The router: submit with sbatch router.sbatch once serve.sbatch runs, with HEAD_IP and NODE_<k>_IP "
+                "set to that job's host names in node order (scontrol show hostnames of its node list: the first "
+                "is HEAD_IP, the next NODE_1_IP, …).")
+    if router:
         out.append(Artifact("router.sbatch", "text/x-shellscript", sbatch(inp, "router", router, None, 0, note), note=note))
     return tuple(out), None
 
