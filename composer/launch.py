@@ -57,7 +57,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from composer import vllm_cli
-from composer.argv import ArgvError, parse_tokens
+from composer.argv import ArgvError, flag_value, parse_tokens
 from composer.memory import BLOCK_SIZE, kv_geometry_of
 from composer.model_facts import ModelFacts, facts_for
 
@@ -1088,22 +1088,19 @@ SOURCE_TEMPLATES = frozenset({
     "examples/tool_chat_template_qwen3coder.jinja", "examples/tool_chat_template_toolace.jinja", "examples/tool_chat_template_xlam_llama.jinja",
     "examples/tool_chat_template_xlam_qwen.jinja",
 })
-"""Jinja templates under ``examples/`` in vLLM {VERSION}'s source tree (the
+"""Jinja templates under ``examples/`` in vLLM 0.33.0's source tree (the
 sdist ``vllm-0.33.0.tar.gz``, paths from its root): in the Docker image (work
 directory ``/vllm-workspace``), not in the wheel. A host install fetches the
 ones a command names (``composer.run_forms.source_fetches``)."""
 
 
 def source_template(argv: Sequence[str]) -> Optional[str]:
-    """The ``--chat-template`` value of ``argv`` when it names a file of vLLM's
-    source tree (``SOURCE_TEMPLATES``, a leading ``./`` dropped), else None."""
-    for i, tok in enumerate(argv):
-        value = argv[i + 1] if tok == "--chat-template" and i + 1 < len(argv) else (
-            tok.split("=", 1)[1] if tok.startswith("--chat-template=") else None)
-        if value is not None:
-            path = value.removeprefix("./")
-            return path if path in SOURCE_TEMPLATES else None
-    return None
+    """The ``--chat-template`` value of a composed ``argv`` (the last one, as
+    vLLM takes it) when it names a file of vLLM's source tree
+    (``SOURCE_TEMPLATES``, a leading ``./`` dropped), else None."""
+    value = flag_value(argv, "--chat-template")
+    path = value.removeprefix("./") if value is not None else None
+    return path if path in SOURCE_TEMPLATES else None
 
 
 def _check_frontend(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:

@@ -495,10 +495,14 @@ def _lb_router(endpoints: list[str]) -> Command:
     ``vllm/v1/engine/utils.py`` / ``entrypoints/cli/serve.py``): without it only
     the head's ranks receive requests (the launch rule
     ``dp-ranks-receive-requests``, issue 18)."""
-    argv = ["vllm-router", "--policy", "round_robin", "--worker-urls", *endpoints,
-            "--host", "0.0.0.0", "--port", ROUTER_PORT]
+    return _router_command(["vllm-router", "--policy", "round_robin", "--worker-urls", *endpoints,
+                            "--host", "0.0.0.0", "--port", ROUTER_PORT], "uv pip install vllm-router")
+
+
+def _router_command(argv: list[str], install: str) -> Command:
+    """The ``Router`` tab of every router the plans have (P/D, a KV store's
+    instances, hybrid-LB DP): ``argv`` after ``install`` (a line safe to paste)."""
     cmd = command_text(argv, head=1)
-    install = "uv pip install vllm-router"
     text = run.tool_install(install, cmd)
     return Command(role="router", node_rank=0, pool=None, label="Router", argv=tuple(argv), env={}, command=cmd,
                    env_text="", text=text, install=install, pip_text=text)
@@ -511,11 +515,7 @@ def _store_router(ctx: RecipeContext, sel: Selection, endpoints: list[str]) -> C
     cfg = dict(ctx.strategy(sel.kv_offload).router or {})
     argv = ["vllm-router", "--policy", str(cfg.get("policy", "cache_aware")), "--worker-urls", *endpoints,
             "--host", "0.0.0.0", "--port", str(cfg.get("port", ROUTER_PORT))]
-    cmd = command_text(argv, head=1)
-    install = recipe_command(str(cfg.get("install") or "uv pip install vllm-router"))
-    text = run.tool_install(install, cmd)
-    return Command(role="router", node_rank=0, pool=None, label="Router", argv=tuple(argv), env={}, command=cmd,
-                   env_text="", text=text, install=install, pip_text=text)
+    return _router_command(argv, recipe_command(str(cfg.get("install") or "uv pip install vllm-router")))
 
 
 def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
@@ -563,11 +563,7 @@ def _router(ctx: RecipeContext, sel: Selection, endpoints: dict[str, list[str]])
     for url in endpoints["decode"]:
         argv += ["--decode", url]
     argv += ["--host", "0.0.0.0", "--port", str(router_cfg.get("port", ROUTER_PORT))]
-    cmd = command_text(argv, head=1)
-    install = "uv pip install vllm-router"
-    text = run.tool_install(install, cmd)
-    return Command(role="router", node_rank=0, pool=None, label="Router", argv=tuple(argv), env={}, command=cmd,
-                   env_text="", text=text, install=install, pip_text=text)
+    return _router_command(argv, "uv pip install vllm-router")
 
 
 def summary_layout(ctx: RecipeContext, sel: Selection) -> str:
@@ -827,13 +823,13 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
     Kubernetes manifests: CLI, JSON API); otherwise only the selected form's,
     so a click on the page does not write YAML nobody sees."""
     req = parse_query(query)
-    values, fallback = working_values(ctx, req.values)
+    fallback = working_values(ctx, req.values)[1]
     if fallback is not None:
-        before = _plan_error(ctx, dict(req.values))
+        recommended = resolved_selection(ctx, dict(req.values)).strategy
+        before = _plan_error(ctx, dict(req.values))  # cached: working_values asked it
         req = req.with_values(strategy=fallback)
     sel, notices = resolve(ctx, req)
     if fallback is not None:
-        recommended = resolved_selection(ctx, {k: v for k, v in values.items() if k != "strategy"}).strategy
         said = before[1].split(". ")[0].rstrip(".") if before else "a capacity error"
         notices.add("info", "strategy-fallback",
                     f"{ctx.strategy_label(recommended)} (recommended on {ctx.hw(sel.hardware).display_name}) cannot "
