@@ -58,7 +58,7 @@ def test_bad_recipe_reports_file_key_and_reason(tmp_path, edit, key, words):
     _edit_k3(recipes, edit)
     out = tmp_path / "out"
     with pytest.raises(RecipeLoadError) as info:
-        build.build(recipes, out, neighbours=0)
+        build.build(recipes, out, neighbours=0, precompress=False)
     msgs = [str(e) for e in info.value.errors]
     assert any(m.startswith("models/moonshotai/Kimi-K3.yaml: " + key) and words in m for m in msgs), msgs
     assert not out.exists()
@@ -67,18 +67,18 @@ def test_bad_recipe_reports_file_key_and_reason(tmp_path, edit, key, words):
 
 def test_failed_build_keeps_previous_site(tmp_path):
     out = tmp_path / "out"
-    build.build(ROOT / "recipes", out, neighbours=0)
+    build.build(ROOT / "recipes", out, neighbours=0, precompress=False)
     marker = (out / "moonshotai" / "Kimi-K3" / "index.html").read_text()
     recipes = _recipes_copy(tmp_path)
     _edit_k3(recipes, lambda d: d["model"].pop("model_id"))
     with pytest.raises(RecipeLoadError):
-        build.build(recipes, out, neighbours=0)
+        build.build(recipes, out, neighbours=0, precompress=False)
     assert (out / "moonshotai" / "Kimi-K3" / "index.html").read_text() == marker
 
 
 def test_default_build_has_pages_runtime_and_prerendered_command(tmp_path):
     out = tmp_path / "site"
-    build.build(ROOT / "recipes", out, neighbours=0)
+    build.build(ROOT / "recipes", out, neighbours=0, precompress=False)
     html = (out / "moonshotai" / "Kimi-K3" / "index.html").read_text()
     assert "--tensor-parallel-size 8" in html and 'value="b300" data-query' in html
     runtime = next((out / "runtime").glob("pyodide-*"))
@@ -94,7 +94,7 @@ def test_runtime_names_change_with_their_content(tmp_path):
     zip_a = build.site_python_zip()
     assert zip_a == build.site_python_zip()  # deterministic bytes, so the hashed name is stable
     out = tmp_path / "site"
-    build.build(ROOT / "recipes", out, neighbours=0)
+    build.build(ROOT / "recipes", out, neighbours=0, precompress=False)
     names = {p.name for p in (out / "runtime").iterdir()}
     import hashlib
     assert f"python-{hashlib.sha256(zip_a).hexdigest()[:12]}.zip" in names
@@ -116,7 +116,7 @@ def test_corpus_builds(tmp_path):
         for f in files:
             (source / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(CORPUS / f, source / f)
-    summary = build.build(source, tmp_path / "corpus", keep_going=True, neighbours=0)
+    summary = build.build(source, tmp_path / "corpus", keep_going=True, neighbours=0, precompress=False)
     assert summary["recipes"] >= len(files) - len(faulty) and len(files) >= (150 if FULL else 20)
     assert {e.file for e in summary["errors"]} <= faulty
 
@@ -153,11 +153,11 @@ def test_unreadable_recipe_files_are_reported_and_keep_going_builds_the_rest(tmp
     for i, (content, _words) in enumerate(UNREADABLE):
         (recipes / "models" / "moonshotai" / f"Broken{i}.yaml").write_bytes(content)
     with pytest.raises(RecipeLoadError) as info:
-        build.build(recipes, tmp_path / "out", neighbours=0)
+        build.build(recipes, tmp_path / "out", neighbours=0, precompress=False)
     for i, (_content, words) in enumerate(UNREADABLE):
         assert any(str(e).startswith(f"models/moonshotai/Broken{i}.yaml") and words in str(e)
                    for e in info.value.errors), (i, words)
-    summary = build.build(recipes, tmp_path / "out", keep_going=True, neighbours=0)
+    summary = build.build(recipes, tmp_path / "out", keep_going=True, neighbours=0, precompress=False)
     assert summary["recipes"] == 3 and len(summary["errors"]) == len(UNREADABLE)
     assert (tmp_path / "out" / "moonshotai" / "Kimi-K3" / "index.html").exists()
 
@@ -174,7 +174,7 @@ def test_output_directory_that_is_not_ours_is_never_replaced(tmp_path, where):
         (out / "pyodide").mkdir()
         (out / "pyodide" / "pyodide.mjs").write_text("")
     with pytest.raises(build.BuildError):
-        build.build(recipes, out, neighbours=0)
+        build.build(recipes, out, neighbours=0, precompress=False)
     assert (recipes / "models" / "moonshotai" / "Kimi-K3.yaml").exists()
     if where == "foreign":
         assert (out / "notes.txt").read_text() == "keep me"
@@ -183,7 +183,7 @@ def test_output_directory_that_is_not_ours_is_never_replaced(tmp_path, where):
 def test_recipe_text_cannot_break_out_of_the_embedded_json(tmp_path):
     recipes = _recipes_copy(tmp_path)
     _edit_k3(recipes, lambda d: d["meta"].__setitem__("title", "K3 <!--<script></script>"))
-    build.build(recipes, tmp_path / "out", neighbours=0)
+    build.build(recipes, tmp_path / "out", neighbours=0, precompress=False)
     html = (tmp_path / "out" / "moonshotai" / "Kimi-K3" / "index.html").read_text()
     start = html.index('id="initial-plan">')
     block = html[start:html.index("</script>", start)]
@@ -209,4 +209,4 @@ def test_half_installed_pyodide_says_run_npm_ci(tmp_path, monkeypatch):
     (half / "pyodide.mjs").write_text("")
     monkeypatch.setattr(build, "PYODIDE_DIR", half)
     with pytest.raises(build.BuildError, match="npm ci"):
-        build.build(ROOT / "recipes", tmp_path / "out", neighbours=0)
+        build.build(ROOT / "recipes", tmp_path / "out", neighbours=0, precompress=False)

@@ -57,9 +57,9 @@ def test_recipe_file_name_cannot_become_a_script_link(tmp_path):
     evil.mkdir()
     shutil.copy(recipes / "models" / "moonshotai" / "Kimi-K3.yaml", evil / "y.yaml")
     with pytest.raises(RecipeLoadError) as info:
-        build.build(recipes, tmp_path / "out", neighbours=0)
+        build.build(recipes, tmp_path / "out", neighbours=0, precompress=False)
     assert any("recipe id" in e.message for e in info.value.errors)
-    summary = build.build(recipes, tmp_path / "out", keep_going=True, neighbours=0)
+    summary = build.build(recipes, tmp_path / "out", keep_going=True, neighbours=0, precompress=False)
     assert summary["recipes"] == 3
     index = (tmp_path / "out" / "index.html").read_text() + (tmp_path / "out" / "api" / "index.json").read_text()
     assert "javascript:" not in index
@@ -101,7 +101,7 @@ def test_cli_refuses_what_the_build_refuses(tmp_path, edit, words):
     recipes = _copy(tmp_path)
     _edit(recipes, edit)
     with pytest.raises(RecipeLoadError):
-        build.build(recipes, tmp_path / "out", neighbours=0)
+        build.build(recipes, tmp_path / "out", neighbours=0, precompress=False)
     res = _cli(K3, "--recipes", str(recipes))
     assert res.returncode == 2 and words in res.stderr, res.stderr
 
@@ -121,7 +121,7 @@ def test_a_crashed_builds_temporary_folder_is_removed(tmp_path):
     (stale / build.SITE_MARKER).write_text("")
     foreign = tmp_path / ".build-not-ours"
     foreign.mkdir()
-    build.build(ROOT / "recipes", tmp_path / "site", neighbours=0)
+    build.build(ROOT / "recipes", tmp_path / "site", neighbours=0, precompress=False)
     assert not stale.exists() and foreign.exists()
 
 

@@ -202,7 +202,7 @@ def test_the_built_page_has_guide_header_and_checkpoint(tmp_path):
     data["guide"] = "## Notes\n\n<script>window.__x=1</script>\n\n[bad](javascript:alert(1)) [good](https://docs.vllm.ai/)\n"
     path.write_text(yaml.safe_dump(data))
     out = tmp_path / "site"
-    build.build(recipes, out, repo_url="https://git.example.org/team/recipes/", repo_branch="dev", neighbours=0)
+    build.build(recipes, out, repo_url="https://git.example.org/team/recipes/", repo_branch="dev", neighbours=0, precompress=False)
     html = (out / QWEN / "index.html").read_text()
     assert '<section id="guide"' in html and "<h3>Notes</h3>" in html
     assert "&lt;script&gt;window.__x=1&lt;/script&gt;" in html and "<script>window.__x" not in html

@@ -88,7 +88,7 @@ def site(tmp_path_factory):
     import build
 
     out = tmp_path_factory.mktemp("site") / "dist"
-    build.build(ROOT / "recipes", out, jobs=2, neighbours=0)
+    build.build(ROOT / "recipes", out, jobs=2, neighbours=0, precompress=False)
     class Quiet(build.StaticHostHandler):
         def log_message(self, *args):  # no access log in the test output
             pass

@@ -134,7 +134,7 @@ def test_corpus_routes_lead_to_real_recipes_and_variants():
 
 def test_base_path_is_written_into_404_and_checked(tmp_path):
     out = tmp_path / "site"
-    build.build(ROOT / "recipes", out, base_path="/recipes/", neighbours=0)
+    build.build(ROOT / "recipes", out, base_path="/recipes/", neighbours=0, precompress=False)
     html = (out / "404.html").read_text()
     assert 'src="/recipes/assets/redirect.js"' in html and 'href="/recipes/assets/style.css"' in html
     assert 'data-base="/recipes/"' in html
@@ -142,7 +142,7 @@ def test_base_path_is_written_into_404_and_checked(tmp_path):
     assert 'content="../../Qwen/Qwen3-235B-A22B-Instruct-2507/" data-variant="fp8"' in stub  # stubs stay relative
     for bad in ("recipes/", "/recipes", "/a b/", '/"><script>/'):
         with pytest.raises(build.BuildError, match="base-path"):
-            build.build(ROOT / "recipes", tmp_path / "other", base_path=bad, neighbours=0)
+            build.build(ROOT / "recipes", tmp_path / "other", base_path=bad, neighbours=0, precompress=False)
 
 
 def test_the_cli_takes_a_variant_checkpoint_id_as_the_page_does(capsys):

@@ -108,7 +108,7 @@ def _snapshot(path: Path) -> dict:
 
 def test_a_build_touches_nothing_that_is_not_ours_and_the_site_follows_the_umask(tmp_path):
     out = tmp_path / "site"
-    build.build(ROOT / "recipes", out, neighbours=0)  # a first site: the second build swaps it
+    build.build(ROOT / "recipes", out, neighbours=0, precompress=False)  # a first site: the second build swaps it
     old = tmp_path / "site.old"
     old.mkdir()
     (old / "precious.txt").write_text("mine\n")
@@ -120,7 +120,7 @@ def test_a_build_touches_nothing_that_is_not_ours_and_the_site_follows_the_umask
     before = {p: _snapshot(p) for p in (old, foreign_tmp, linked)}
     mask = os.umask(0o027)
     try:
-        build.build(ROOT / "recipes", out, neighbours=0)
+        build.build(ROOT / "recipes", out, neighbours=0, precompress=False)
     finally:
         os.umask(mask)
     assert {p: _snapshot(p) for p in (old, foreign_tmp, linked)} == before
@@ -136,7 +136,7 @@ def test_a_symlinked_lock_is_refused_and_its_target_untouched(tmp_path):
     victim.write_text("do not truncate\n")
     (tmp_path / ".build.lock").symlink_to(victim)
     with pytest.raises(build.BuildError, match="symbolic link"):
-        build.build(ROOT / "recipes", tmp_path / "site", neighbours=0)
+        build.build(ROOT / "recipes", tmp_path / "site", neighbours=0, precompress=False)
     assert victim.read_text() == "do not truncate\n" and not (tmp_path / "site").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(build.TEMP_PREFIX)]
 
@@ -145,7 +145,7 @@ def test_a_lock_that_is_a_regular_file_of_someone_else_is_never_written(tmp_path
     lock = tmp_path / ".build.lock"
     lock.write_text("someone's notes\n")
     lock.chmod(0o444)  # opened read-only: flock needs no write access
-    build.build(ROOT / "recipes", tmp_path / "site", neighbours=0)
+    build.build(ROOT / "recipes", tmp_path / "site", neighbours=0, precompress=False)
     assert lock.read_text() == "someone's notes\n"
 
 
@@ -160,10 +160,10 @@ def test_recipe_ids_that_name_site_files_are_skipped_by_keep_going(tmp_path):
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(recipes / "models" / "meta-llama" / "Llama-3.3-70B-Instruct.yaml", target)
     with pytest.raises(build.RecipeLoadError) as info:
-        build.build(recipes, tmp_path / "site", neighbours=0)
+        build.build(recipes, tmp_path / "site", neighbours=0, precompress=False)
     assert sorted(e.file for e in info.value.errors) == sorted(f"models/{rid}.yaml" for rid in CLASHES)
     assert all("names a file or folder of the site" in e.message for e in info.value.errors)
-    summary = build.build(recipes, tmp_path / "site", keep_going=True, neighbours=0)
+    summary = build.build(recipes, tmp_path / "site", keep_going=True, neighbours=0, precompress=False)
     assert summary["recipes"] == 3 and sorted(e.file for e in summary["errors"]) == sorted(
         f"models/{rid}.yaml" for rid in CLASHES)
     assert (tmp_path / "site" / "api" / "index.json").is_file() and (tmp_path / "site" / "404.html").is_file()

@@ -38,7 +38,7 @@ def browser_type_launch_args(browser_type_launch_args):
 def site_dir(tmp_path_factory) -> Path:
     """The site built from ``recipes/`` into this worker's temporary folder."""
     out = tmp_path_factory.mktemp("site") / "dist"
-    build.build(ROOT / "recipes", out)
+    build.build(ROOT / "recipes", out, precompress=False)
     return out
 
 

@@ -46,7 +46,7 @@ def hostile_server(tmp_path_factory):
     t["hardware_profiles"]["h200"]["display_name"] = "H200 " + EVIL[3]
     tax.write_text(yaml.safe_dump(t))
     out = root / "site"
-    build.build(recipes, out)
+    build.build(recipes, out, precompress=False)
     handler = functools.partial(_QuietHandler, directory=str(out))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
