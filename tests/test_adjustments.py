@@ -40,7 +40,7 @@ def test_a_click_that_changes_the_node_count_says_so(rid, query):
             m = re.search(r"nodes → (\d+)", o["effects"])
             if o["disabled"] or o["selected"] or not m:
                 continue
-            plan = compose(ctx, o["query"])
+            plan = compose(ctx, o["query"], every_form=False)
             sel = plan["selection"]
             if sel["strategy"] == "pd_cluster" or int(m.group(1)) <= max(2, ctx.floor_nodes(sel["strategy"], sel["hardware"])):
                 continue  # the strategy's own minimum: the summary says it, nothing was raised
@@ -58,15 +58,15 @@ def test_click_and_link_give_the_same_reasons():
     # (with the memory model of issue 19 the 4-node plan is a kv-capacity error with fixes, so
     # the option may be disabled and then says no "Also changes"; the notices must agree either way)
     assert not h100["disabled"] and "nodes → 4" in h100["effects"]
-    clicked = _node_notices(compose(ctx, h100["query"]))
-    linked = _node_notices(compose(ctx, "hardware=h100&strategy=multi_node_tp_pp&nodes=2"))
+    clicked = _node_notices(compose(ctx, h100["query"], every_form=False))
+    linked = _node_notices(compose(ctx, "hardware=h100&strategy=multi_node_tp_pp&nodes=2", every_form=False))
     assert clicked and linked
     assert str(clicked[0]["new"]) == str(linked[0]["new"]) == "4"
     assert clicked[0]["reason"] == linked[0]["reason"]
     assert "2 nodes:" in clicked[0]["reason"] and "3 nodes:" in clicked[0]["reason"]
     # the pinned link of the click reads the same: a state, not a path
-    pinned = compose(ctx, h100["query"])["url"].lstrip("?")
-    assert "nodes=4" in pinned and _node_notices(compose(ctx, pinned)) == clicked
+    pinned = compose(ctx, h100["query"], every_form=False)["url"].lstrip("?")
+    assert "nodes=4" in pinned and _node_notices(compose(ctx, pinned, every_form=False)) == clicked
     # nothing to say where the fewest the strategy allows already work, or where more than the fewest are asked for
-    assert not _node_notices(compose(ctx, "hardware=b300&strategy=multi_node_tp"))  # 2 nodes, the floor, hold it
-    assert not _node_notices(compose(ctx, "hardware=h100&strategy=multi_node_tp&nodes=8"))
+    assert not _node_notices(compose(ctx, "hardware=b300&strategy=multi_node_tp", every_form=False))  # 2 nodes, the floor, hold it
+    assert not _node_notices(compose(ctx, "hardware=h100&strategy=multi_node_tp&nodes=8", every_form=False))

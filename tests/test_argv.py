@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import shlex
 
 import pytest
 
 from composer.argv import ArgvBuilder, ArgvError, EnvBuilder, Source, Unit, canonical_name, is_flag_token, parse_tokens
 from composer.shell import command_text
+from tests import shellwords
 
 A = Source("base", "model.base_args")
 B = Source("advanced", "advanced.max_num_seqs_256")
@@ -144,7 +144,7 @@ def test_value_with_spaces_stays_one_element():
     assert toks == ["--chat-template", value, "--max-num-seqs", "8"]
     argv = ["vllm", "serve", "m"] + toks
     text = command_text(argv, [e.unit.tokens() for e in b.entries()])
-    assert shlex.split(text.replace("\\\n", "")) == argv
+    assert shellwords.split(text) == argv
 
 
 def test_empty_inline_value_is_a_value():
@@ -237,7 +237,7 @@ def test_composed_env_is_in_the_order_variables_were_first_set():
     recipe, catalog = load_recipe(root, rid), load_catalog(root)
     rank = {path.text: i for i, step in enumerate(TABLE) if isinstance(step, Layer)
             for path, _ in step.every(recipe, catalog)}
-    plan = compose(make_context(rid, recipe, catalog), "strategy=pd_cluster&kv_offload=kv_store_distributed_mooncake")
+    plan = compose(make_context(rid, recipe, catalog), "strategy=pd_cluster&kv_offload=kv_store_distributed_mooncake", every_form=False)
     replaced = 0
     for cmd in plan["commands"]:
         first = [(e["replaced"][0] if e["replaced"] else e)["key"] for e in cmd["env_provenance"]]
@@ -246,3 +246,13 @@ def test_composed_env_is_in_the_order_variables_were_first_set():
         assert ranks == sorted(ranks), list(zip(cmd["env"], first))
         replaced += sum(bool(e["replaced"]) for e in cmd["env_provenance"])
     assert replaced and len(set(rank.values())) > 5
+
+
+@pytest.mark.parametrize("word", ["$$A", "a$B$", "$HEAD_IP", "x'y\"z", "", "!$A`b`\\", "tab\there"])
+def test_quoted_words_read_back_as_a_posix_shell_reads_them(word):
+    # Found by the hostile-values property (test_positions): "$$A" is written "\$$A" (a literal
+    # dollar beside the live placeholder $A); shlex keeps that backslash, a POSIX shell drops it.
+    from composer.shell import quote
+
+    assert shellwords.split(quote(word)) == [word]
+    assert shellwords.split(f"vllm serve m \\\n  --x {quote(word)}") == ["vllm", "serve", "m", "--x", word]

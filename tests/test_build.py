@@ -76,9 +76,12 @@ def test_failed_build_keeps_previous_site(tmp_path):
     assert (out / "moonshotai" / "Kimi-K3" / "index.html").read_text() == marker
 
 
-def test_default_build_has_pages_runtime_and_prerendered_command(tmp_path):
+def test_default_build_has_pages_runtime_and_prerendered_command(tmp_path, monkeypatch):
     out = tmp_path / "site"
-    build.build(ROOT / "recipes", out, neighbours=0, precompress=False)
+    compressed = []  # the copies themselves: tests/test_runtime_files.py (Brotli 11 of the real runtime takes minutes)
+    monkeypatch.setattr(build, "write_precompressed", lambda root: compressed.append(root.name) or {})
+    build.build(ROOT / "recipes", out, neighbours=0)
+    assert compressed == ["runtime"]  # by default the build writes the pre-compressed copies of its runtime
     html = (out / "moonshotai" / "Kimi-K3" / "index.html").read_text()
     assert "--tensor-parallel-size 8" in html and 'value="b300" data-query' in html
     runtime = next((out / "runtime").glob("pyodide-*"))

@@ -4,7 +4,6 @@ with default features, and every plan passes our own checks."""
 
 from __future__ import annotations
 
-import shlex
 from collections import Counter
 from pathlib import Path
 
@@ -12,6 +11,8 @@ import pytest
 
 from composer.api import compose, compose_page, make_context
 from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
+from tests import shellwords
+from tests.plan_space import sample
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "upstream-recipes"
 pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="shared corpus not present")
@@ -25,7 +26,7 @@ def check_plan(plan: dict) -> None:
     for cmd in plan["commands"] + plan["blocked_commands"]:
         if cmd["role"] == "router":
             continue
-        assert shlex.split(cmd["command"].replace("\\\n", "")) == cmd["argv"]
+        assert shellwords.split(cmd["command"]) == cmd["argv"]
         dup = [k for k, c in Counter(flag_ids(cmd["argv"])).items() if c > 1]
         assert not dup, dup
     if plan["status"] == "ok":
@@ -46,7 +47,7 @@ def catalog():
     return load_catalog(CORPUS)
 
 
-@pytest.mark.parametrize("rid", _recipes())
+@pytest.mark.parametrize("rid", sample(_recipes(), "offered-choices"))
 def test_every_offered_choice_composes(rid, catalog):
     ctx = make_context(rid, load_recipe(CORPUS, rid), catalog)
     count = 0
@@ -124,7 +125,7 @@ def test_default_hardware_follows_the_public_sites_rule(catalog):
         landed[hw] += 1
         # The landing page is a plan that starts (never the public site's bump to
         # a strategy the recipe does not offer).
-        assert compose(ctx, "")["status"] == "ok", rid
+        assert compose(ctx, "", every_form=False)["status"] == "ok", rid
     assert landed.most_common(1)[0][0] == "h200", landed
 
 

@@ -113,7 +113,7 @@ def slurm_form(monkeypatch):
 
 
 def test_a_throwaway_output_form_through_the_registry(k3, slurm_form, capsys):
-    plan = compose(k3, "hardware=h200&install=toy")
+    plan = compose(k3, "hardware=h200&install=toy", every_form=False)
     assert plan["selection"]["install"] == "toy"
     assert plan["output"]["form"] == "toy" and plan["output"]["artifacts"][0]["file_name"] == "job.sbatch"
     assert not any(n["code"] == "invalid-install" for n in plan["notices"])
@@ -129,6 +129,6 @@ def test_a_throwaway_output_form_through_the_registry(k3, slurm_form, capsys):
 
 
 def test_an_unknown_form_is_reported_with_the_registry_s_names(k3):
-    plan = compose(k3, "install=slurmx")
+    plan = compose(k3, "install=slurmx", every_form=False)
     msg = next(n["message"] for n in plan["notices"] if n["code"] == "invalid-install")
     assert "pip, docker, k8s, config or slurm" in msg

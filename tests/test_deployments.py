@@ -9,6 +9,7 @@ import re
 import shlex
 
 import pytest
+from tests import shellwords
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,7 +107,7 @@ def test_offload_memory_counts_the_ranks_that_run_not_idle_gpus():
     recipes = ROOT / "recipes"
     rid = "meta-llama/Llama-3.3-70B-Instruct"
     ctx = make_context(rid, load_recipe(recipes, rid), load_catalog(recipes))
-    p = compose(ctx, "variant=nvfp4&hardware=b200&kv_offload=simple")
+    p = compose(ctx, "variant=nvfp4&hardware=b200&kv_offload=simple", every_form=False)
     (n,) = [n for n in p["notices"] if n["code"] == "kv-host-memory"]
     assert "(1 rank)" in n["message"] and "220 GiB for the 1 rank" in n["message"]
 
@@ -143,7 +144,7 @@ def test_docker_form_and_scripts(plan):
         assert d[:2] == ["docker", "run"] and "--network" in d and flag(d, "--network") == "host"
         assert "-p" not in d
         assert d[d.index("vllm/vllm-openai:latest") + 1:] == c["argv"][2:]
-        assert shlex.split(c["text"].replace("\\\n", "")) == d
+        assert shellwords.split(c["text"]) == d
         assert ': "${HEAD_IP:?' in c["script"] and ': "${IFACE_NAME:?' in c["script"]
     single = plan("hardware=mi355x&install=docker")
     d = single["commands"][0]["docker_argv"]
@@ -158,7 +159,6 @@ def test_docker_form_and_scripts(plan):
 def test_lmcache_brings_its_server_and_install(plan):
     p = plan("kv_offload=lmcache")
     (comp,) = p["companions"]
-    import shlex
     assert shlex.split(comp["command"].replace("\\\n", " "))[:4] == ["lmcache", "server", "--port", "5555"]
     assert "uv pip install lmcache" in p["install"]["extras"]
     cfg = json.loads(flag(p["commands"][0]["argv"], "--kv-transfer-config"))

@@ -15,6 +15,7 @@ from composer import importer
 from composer.api import compare, compose, import_report
 from tests import golden
 from tests.importer_roundtrip import command_text, roundtrip
+from tests.plan_space import sample
 
 ROOT = Path(__file__).resolve().parent.parent
 K3 = "moonshotai/Kimi-K3"
@@ -24,7 +25,9 @@ def _sample() -> list[tuple[str, str, str]]:
     """Every recipe default of ours and of the corpus, every option of our
     default pages, and a seeded sample of the golden walks."""
     lines = golden.load()
-    firsts = [(x["source"], x["recipe"], x["query"]) for x in lines if x["query"] == ""]
+    corpus = set(sample({x["recipe"] for x in lines if x["source"] == "corpus"}, "import"))
+    firsts = [(x["source"], x["recipe"], x["query"]) for x in lines if x["query"] == ""
+              and (x["source"] == "ours" or x["recipe"] in corpus)]
     ours_opts = [(x["source"], x["recipe"], x["query"]) for x in lines[:200] if x["source"] == "ours"]
     rest = random.Random(7).sample(lines, 40)
     return list(dict.fromkeys(firsts + ours_opts[:60] + [(x["source"], x["recipe"], x["query"]) for x in rest]))
@@ -168,11 +171,11 @@ def test_compare_same_plan_is_empty_and_different_plans_differ():
     assert pool["b"]["concurrency"] == 16 * pool["b"]["max_num_seqs"]
     # DEP's capacity record counts one DP rank's tokens (as vLLM logs them); the pool row counts all 16
     # (a new user read "1 of 1,048,576" for a whole DEP pool)
-    plan_b = compose(ctx, "hardware=b200&nodes=2&strategy=multi_node_dep")
+    plan_b = compose(ctx, "hardware=b200&nodes=2&strategy=multi_node_dep", every_form=False)
     [cap] = plan_b["capacity"]
     assert cap["kv_tokens_per_dp_rank"] and pool["b"]["kv_tokens"] == 16 * cap["kv_tokens"]
     assert pool["b"]["full_sequences"] == 16 * (cap["kv_tokens"] // pool["b"]["max_model_len"])
-    assert not compose(ctx, q)["capacity"][0]["kv_tokens_per_dp_rank"]
+    assert not compose(ctx, q, every_form=False)["capacity"][0]["kv_tokens_per_dp_rank"]
     # each side shows its tab's text, quoted as pasted (a new user found JSON values unquoted in the boxes)
     assert head["b_text"] == plan_b["commands"][0]["text"] and "'{" in head["b_text"]
 

@@ -65,7 +65,7 @@ def test_every_key_explain_reports_is_one_the_walk_yields(source):
         if rid not in walks:
             walks[rid] = {d.key: d for d in declared(ctx.recipe, ctx.catalog)}
         walk = walks[rid]
-        plan = compose(ctx, query)
+        plan = compose(ctx, query, every_form=False)
         for cmd in plan["commands"] + plan["blocked_commands"]:
             for layer, key, (kind, name) in _entries(cmd):
                 if key.startswith(COMPOSER_KEYS):

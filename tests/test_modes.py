@@ -45,13 +45,13 @@ def gated(catalog):
 
 
 def test_mode_choice_changes_argv_and_query(glm):
-    base = compose(glm, "features=spec_decoding")
-    dspark = compose(glm, "features=spec_decoding&fmode=spec_decoding:dspark")
+    base = compose(glm, "features=spec_decoding", every_form=False)
+    dspark = compose(glm, "features=spec_decoding&fmode=spec_decoding:dspark", every_form=False)
     assert '"method":"mtp"' in spec_config(base)
     assert '"method": "dspark"' in spec_config(dspark)
     assert "fmode=spec_decoding:dspark" in dspark["query"]
     assert "fmode=spec_decoding:mtp" in base["query"]  # pinned (v=2) even when it is the default
-    assert compose(glm, base["query"])["selection"] == base["selection"]
+    assert compose(glm, base["query"], every_form=False)["selection"] == base["selection"]
     assert dspark["selection"]["modes"] == {"spec_decoding": "dspark"}
     assert not [n for n in dspark["notices"] if n["level"] != "info"]
 
@@ -62,7 +62,7 @@ def test_method_row_offers_every_mode_of_an_enabled_feature(glm):
     assert [o["id"] for o in opts] == list(glm.recipe.features["spec_decoding"].modes)
     assert [o["selected"] for o in opts] == [True, False]
     # The option's query is the plan it promises.
-    assert '"method": "dspark"' in spec_config(compose(glm, opts[1]["query"]))
+    assert '"method": "dspark"' in spec_config(compose(glm, opts[1]["query"], every_form=False))
     assert "fmode.spec_decoding" in page["groups"]
     assert "fmode.spec_decoding" not in compose_page(glm, "features=reasoning")["options"]
 
@@ -72,7 +72,7 @@ def test_mode_gated_by_variant_says_why(glm):
 
     assert "MXFP4" in mode_block_reason(glm, "spec_decoding", "dspark", "mi355x", "mxfp4")
     # A switch to a variant without the chosen mode moves to a usable one, and says so.
-    moved = compose(glm, "variant=mxfp4&hardware=mi355x&features=spec_decoding&fmode=spec_decoding:dspark")
+    moved = compose(glm, "variant=mxfp4&hardware=mi355x&features=spec_decoding&fmode=spec_decoding:dspark", every_form=False)
     assert '"method":"mtp"' in spec_config(moved)
     notice = next(n for n in moved["notices"] if n["code"] == "mode-unavailable")
     assert "DSpark" in notice["message"] and "MTP" in notice["message"]
@@ -84,7 +84,7 @@ def test_mode_gated_by_hardware(gated):
     assert any(n["code"] == "mode-unavailable" and "H200" in n["message"] for n in on_h200["notices"])
     dspark = next(o for o in on_h200["options"]["fmode.spec_decoding"] if o["id"] == "dspark")
     assert dspark["disabled"] and "H200" in dspark["reason"]
-    on_b200 = compose(gated, "hardware=b200&features=spec_decoding&fmode=spec_decoding:dspark")
+    on_b200 = compose(gated, "hardware=b200&features=spec_decoding&fmode=spec_decoding:dspark", every_form=False)
     assert '"method": "dspark"' in spec_config(on_b200)
     # The hardware pill that would drop the chosen mode says so before the click.
     page = compose_page(gated, "hardware=b200&features=spec_decoding&fmode=spec_decoding:dspark")
@@ -99,7 +99,7 @@ def test_mode_gated_by_hardware(gated):
     ("fmode=:,:x,y:", "query-ignored"),
 ])
 def test_bad_fmode_values_are_reported_not_fatal(glm, query, code):
-    plan = compose(glm, query)
+    plan = compose(glm, query, every_form=False)
     assert plan["status"] == "ok"
     assert any(n["code"] == code for n in plan["notices"])
 
@@ -113,7 +113,7 @@ def test_every_corpus_mode_composes(catalog):
         for fid, f in ctx.recipe.features.items():
             for mode in f.modes or {}:
                 for variant in ctx.recipe.variants:
-                    plan = compose(ctx, {"variant": variant, "features": fid, "fmode": f"{fid}:{mode}"})
+                    plan = compose(ctx, {"variant": variant, "features": fid, "fmode": f"{fid}:{mode}"}, every_form=False)
                     used = plan["selection"]["modes"][fid]
                     args = (f.modes[used].args or ())
                     argv = (plan["commands"] or plan["blocked_commands"])[0]["argv"]
@@ -131,7 +131,7 @@ def test_a_mode_another_checkpoint_offers_is_offered_with_the_variant_switch(glm
     dspark = next(o for o in page["options"]["fmode.spec_decoding"] if o["id"] == "dspark")
     if glm.hardware_block_reason("mi355x", "default") is None:
         assert not dspark["disabled"] and "variant" in dspark["effects"]
-        after = compose(glm, dspark["query"])
+        after = compose(glm, dspark["query"], every_form=False)
         assert after["selection"]["variant"] == "default" and after["selection"]["hardware"] == "mi355x"
         assert '"method": "dspark"' in spec_config(after)
     else:
@@ -141,10 +141,10 @@ def test_a_mode_another_checkpoint_offers_is_offered_with_the_variant_switch(glm
 def test_a_mode_for_a_feature_that_is_off_is_ignored_and_said(glm):
     # Found by the adversarial pass: the mode of a disabled feature was kept in
     # the selection but not in the link, so one address gave two plans.
-    plan = compose(glm, "features=tool_calling&fmode=spec_decoding:dspark")
+    plan = compose(glm, "features=tool_calling&fmode=spec_decoding:dspark", every_form=False)
     assert plan["selection"]["modes"]["spec_decoding"] == "mtp"
     assert any(n["code"] == "query-ignored" and "off" in n["message"] for n in plan["notices"])
-    assert compose(glm, plan["url"])["selection"] == plan["selection"]
+    assert compose(glm, plan["url"], every_form=False)["selection"] == plan["selection"]
 
 
 @pytest.mark.parametrize("key,where", [("features", "spec,dec"), ("modes", "eagle,3"), ("modes", "m:x"),

@@ -7,12 +7,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from jinja2 import FileSystemLoader
 
 from composer.api import compose_page, make_context
 from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 from composer.render import PageRenderer, environment
-from tests.plan_space import FULL
+from tests.plan_space import FULL, sample
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "upstream-recipes"
@@ -20,14 +21,14 @@ KEY_PATH = re.compile(r"\b(model|variants|features|strategy_overrides|hardware_o
                       r"kv_offload|advanced_options|meta|omni)\.[A-Za-z0-9_.]+")
 
 
-def _pages():
+def _pages(source: str):
     """Every recipe's default page, one per strategy and per hardware (the first six; three for a corpus
     recipe in CI's run, every listed one with COMPOSER_FULL_TESTS=1)."""
-    for root in (ROOT / "recipes", CORPUS):
+    for root in ((ROOT / "recipes",) if source == "ours" else (CORPUS,)):
         if not root.exists():
             continue
         catalog = load_catalog(root)
-        for rid in recipe_paths(root):
+        for rid in (sample(recipe_paths(root), "notices") if root == CORPUS else recipe_paths(root)):
             ctx = make_context(rid, load_recipe(root, rid), catalog)
             hws = ctx.listed_hardware[:6 if root != CORPUS or FULL else 3]
             queries = [""] + [f"strategy={s}" for s in ctx.strategies] + [f"hardware={h}" for h in hws]
@@ -35,14 +36,17 @@ def _pages():
                 yield rid, q, compose_page(ctx, q)
 
 
-def test_notices_name_no_key_paths_and_why_unavailable_lists_each_reason_once():
+@pytest.mark.parametrize("source", ["ours", "corpus"])
+def test_notices_name_no_key_paths_and_why_unavailable_lists_each_reason_once(source):
     """One walk over the pages (composing them is the cost), two checks on each:
     notices and reasons quote no recipe key path (Explain still names them), and
     "Why N unavailable" lists each distinct reason once and names every option."""
     renderer = PageRenderer(environment(FileSystemLoader(str(ROOT / "site_src"))))
     bad = []
     checked = 0
-    for rid, q, page in _pages():
+    if source == "corpus" and not CORPUS.exists():
+        pytest.skip("shared corpus not present")
+    for rid, q, page in _pages(source):
         texts = [n["message"] for n in page["notices"]] + [
             o["reason"] for opts in page["options"].values() for o in opts if o["reason"]]
         bad += [(rid, q, t) for t in texts if KEY_PATH.search(t)]
@@ -60,4 +64,4 @@ def test_notices_name_no_key_paths_and_why_unavailable_lists_each_reason_once():
             assert listed >= count  # every unavailable option is named
             checked += 1
     assert not bad, bad[:5]
-    assert checked > 50
+    assert checked > 20

@@ -10,6 +10,7 @@ import pytest
 
 from composer.api import compose, compose_page, make_context
 from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
+from tests.plan_space import sample
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "upstream-recipes"
 pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="shared corpus not present")
@@ -32,23 +33,23 @@ def test_mi355x_is_offered_with_the_mxfp4_checkpoint(inkling):
     mi = next(o for o in page["options"]["hardware"] if o["id"] == "mi355x")
     assert not mi["disabled"], mi["reason"]
     assert "MXFP4" in mi["effects"]  # said before the click
-    after = compose(inkling, mi["query"])
+    after = compose(inkling, mi["query"], every_form=False)
     assert after["selection"]["hardware"] == "mi355x" and after["selection"]["variant"] == "mxfp4"
     assert after["status"] == "ok"
 
 
 def test_a_link_naming_only_the_gpu_opens_the_checkpoint_that_runs_there(inkling):
-    plan = compose(inkling, "hardware=mi355x")
+    plan = compose(inkling, "hardware=mi355x", every_form=False)
     assert plan["selection"]["hardware"] == "mi355x" and plan["selection"]["variant"] == "mxfp4"
     assert any(n["code"] == "variant-switched" for n in plan["notices"])
     # An explicit variant is kept: the GPU gives way, as before.
-    kept = compose(inkling, "hardware=mi355x&variant=default")
+    kept = compose(inkling, "hardware=mi355x&variant=default", every_form=False)
     assert kept["selection"]["variant"] == "default" and kept["selection"]["hardware"] != "mi355x"
 
 
 def test_no_pill_is_disabled_when_some_variant_runs_there():
     catalog = load_catalog(CORPUS)
-    for rid in recipe_paths(CORPUS):
+    for rid in sample(recipe_paths(CORPUS), "hardware-pills"):
         ctx = make_context(rid, load_recipe(CORPUS, rid), catalog)
         page = compose_page(ctx, "")
         for o in page["options"]["hardware"]:
@@ -56,9 +57,9 @@ def test_no_pill_is_disabled_when_some_variant_runs_there():
                 # Disabled only when no variant runs there, or when it runs but
                 # no plan starts there (the option then says the error).
                 runs = [v for v in ctx.recipe.variants if not ctx.hardware_block_reason(o["id"], v)]
-                assert not runs or compose(ctx, f"hardware={o['id']}")["status"] == "error", (rid, o["id"])
+                assert not runs or compose(ctx, f"hardware={o['id']}", every_form=False)["status"] == "error", (rid, o["id"])
             else:
-                got = compose(ctx, o["query"])["selection"]
+                got = compose(ctx, o["query"], every_form=False)["selection"]
                 assert got["hardware"] == o["id"], (rid, o["id"])
 
 
@@ -67,7 +68,7 @@ def test_a_feature_the_strategy_does_not_allow_is_offered_with_one_that_does(k3)
     page = compose_page(k3, "hardware=h200&strategy=multi_node_tp_pp")
     spec = next(o for o in page["options"]["features"] if o["id"] == "spec_decoding")
     assert not spec["disabled"] and "strategy →" in spec["effects"]
-    after = compose(k3, spec["query"])
+    after = compose(k3, spec["query"], every_form=False)
     assert "spec_decoding" in after["selection"]["features"] and after["selection"]["strategy"] != "multi_node_tp_pp"
     assert after["selection"]["hardware"] == "h200" and after["status"] == "ok"
     assert all("--speculative-config" in c["argv"] for c in after["commands"])
@@ -81,7 +82,7 @@ def test_kv_offload_is_offered_with_a_strategy_only_where_one_works(k3):
     b300 = compose_page(k3, "hardware=b300&strategy=multi_node_tep")
     lm = next(o for o in b300["options"]["kv_offload"] if o["id"] == "lmcache")
     assert not lm["disabled"] and "Single-node TP" in lm["effects"]
-    got = compose(k3, lm["query"])
+    got = compose(k3, lm["query"], every_form=False)
     assert got["selection"]["kv_offload"] == "lmcache" and got["selection"]["strategy"] == "single_node_tp"
     assert got["status"] == "ok"
 
@@ -90,7 +91,7 @@ def test_a_feature_that_is_on_but_not_emitted_can_be_turned_off(k3):
     page = compose_page(k3, "hardware=h200&strategy=multi_node_tp_pp&features=tool_calling,spec_decoding")
     spec = next(o for o in page["options"]["features"] if o["id"] == "spec_decoding")
     assert spec["selected"] and not spec["disabled"] and "Not emitted" in spec["description"]
-    off = compose(k3, spec["query"])
+    off = compose(k3, spec["query"], every_form=False)
     assert "spec_decoding" not in off["selection"]["features"]
 
 
@@ -103,7 +104,7 @@ def test_no_enabled_option_leads_to_an_error_page(k3):
         for dim in ("hardware", "variant", "strategy", "features", "kv_offload"):
             for o in page["options"].get(dim, ()):
                 if not o["disabled"] and not o["selected"]:
-                    assert compose(k3, o["query"])["status"] == "ok", (query, dim, o["id"])
+                    assert compose(k3, o["query"], every_form=False)["status"] == "ok", (query, dim, o["id"])
 
 
 def test_a_variant_click_keeps_the_gpu_it_runs_on():
@@ -116,12 +117,12 @@ def test_a_variant_click_keeps_the_gpu_it_runs_on():
     ctx = make_context(rid, load_recipe(recipes, rid), load_catalog(recipes))
     page = compose_page(ctx, "hardware=b200&variant=nvfp4")
     for o in page["options"]["variant"]:
-        assert compose(ctx, o["query"])["selection"]["hardware"] == "b200", o["id"]
+        assert compose(ctx, o["query"], every_form=False)["selection"]["hardware"] == "b200", o["id"]
 
 
 def test_no_enabled_option_of_a_corpus_default_page_leads_to_an_error(catalog):
     bad = []
-    for rid in recipe_paths(CORPUS):
+    for rid in sample(recipe_paths(CORPUS), "enabled-options"):
         ctx = make_context(rid, load_recipe(CORPUS, rid), catalog)
         page = compose_page(ctx, "")
         # A recipe-forced error of the default plan (e.g. --chat-template examples/… with pip) stays on

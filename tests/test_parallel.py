@@ -146,7 +146,7 @@ def test_a_strategy_behaves_as_its_kind_whatever_its_id(tmp_path, template, name
     catalog = load_catalog(root)
     ctx = make_context(K3, load_recipe(root, K3), catalog)
     query = "hardware=b200&nodes=2&strategy="  # 2 × H200 cannot hold K3's 1M context (issue 19)
-    got, want = compose(ctx, query + name), compose(ctx, query + template)
+    got, want = compose(ctx, query + name, every_form=False), compose(ctx, query + template, every_form=False)
     assert got["selection"]["strategy"] == name and got["selection"]["nodes"] == 2 == want["selection"]["nodes"]
     assert _topology(got) == _topology(want)
     shown = got["summary"].replace(ctx.strategy_label(name), "")
@@ -173,7 +173,7 @@ def test_a_new_kind_is_one_registry_entry(monkeypatch):
     data = load_recipe_data(OURS, LLAMA)
     recipe = validate_recipe({**data, "compatible_strategies": [*data["compatible_strategies"], "single_node_half"]})
     ctx = make_context(LLAMA, recipe, catalog)
-    p = compose(ctx, "hardware=h200&strategy=single_node_half")
+    p = compose(ctx, "hardware=h200&strategy=single_node_half", every_form=False)
     g = catalog.taxonomy.hardware_profiles["h200"].gpu_count
     (cmd,) = p["commands"]
     argv = cmd["argv"]

@@ -20,6 +20,7 @@ from composer.buildtime.loader import load_catalog, load_recipe
 from composer.positions import PLATFORM_NAMES, POD_NAMES, POSITIONS, SHELL_NAMES, PositionError, check, require
 from composer.shell import PLACEHOLDER_RE
 from tests.conftest import k3_recipes_copy, recipe_errors as _errors
+from tests import shellwords
 
 ROOT = Path(__file__).resolve().parent.parent
 K3 = "moonshotai/Kimi-K3"
@@ -311,9 +312,9 @@ def test_hostile_values_never_add_an_option_mount_container_volume_or_env_name(b
                 d = list(c["docker_argv"])
                 assert d[len(d) - len(c["argv"]) + 2:] == list(c["argv"][2:])  # the serve argv, unchanged
                 if "\\\n" not in text:  # the naive line join below would also cut a quoted backslash-newline
-                    assert shlex.split(c["docker_text"].replace("\\\n", "")) == d
+                    assert shellwords.split(c["docker_text"]) == d
             if "\\\n" not in text:
-                assert shlex.split(c["command"].replace("\\\n", "")) == c["argv"]
+                assert shellwords.split(c["command"]) == c["argv"]
         if plan["kubernetes"]["yaml"]:
             check_manifests(plan)  # every container's argv, expanded as Kubernetes does, is the plan's
             b = {n: (m, e) for n, m, e in base["k8s"]}

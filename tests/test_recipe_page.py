@@ -171,10 +171,10 @@ def qwen():
 
 
 def test_the_checkpoint_follows_the_variant(qwen):
-    default = compose(qwen, "")["checkpoint"]
+    default = compose(qwen, "", every_form=False)["checkpoint"]
     assert default["variant"] == "default" and default["model_id"] == qwen.recipe.model.model_id
     assert default["url"] == f"https://huggingface.co/{qwen.recipe.model.model_id}"
-    fp8 = compose(qwen, "variant=fp8")["checkpoint"]
+    fp8 = compose(qwen, "variant=fp8", every_form=False)["checkpoint"]
     assert fp8["model_id"] == qwen.recipe.variants["fp8"].model_id != default["model_id"]
     assert fp8["description"] == qwen.recipe.variants["fp8"].description and fp8["url"].endswith(fp8["model_id"])
 

@@ -94,7 +94,7 @@ def test_short_dotted_alias_is_composed_as_vllm_reads_it(tmp_path):
     recipe, problems = _findings(recipes)
     assert recipe is not None and problems == []
     ctx = make_context(K3, recipe, load_catalog(recipes))
-    argv = compose(ctx, "hardware=mi355x")["commands"][0]["argv"]
+    argv = compose(ctx, "hardware=mi355x", every_form=False)["commands"][0]["argv"]
     i = argv.index("--compilation-config.pass_config.fuse_rope_kvcache")
     assert argv[i + 1] == "True"
     assert argv[argv.index("--optimization-level") + 1] == "3"
@@ -194,7 +194,7 @@ def test_corpus_findings_are_warnings_and_none_come_from_our_code():
     for rid in [r for r in recipe_paths(CORPUS) if r in recipes]:
         ctx = make_context(rid, recipes[rid], catalog)
         for query in ("", "strategy=pd_cluster", "hardware=mi355x"):
-            plan = compose(ctx, query)
+            plan = compose(ctx, query, every_form=False)
             for c in plan["commands"] or plan["blocked_commands"]:
                 if c["argv"][:2] != ["vllm", "serve"]:
                     continue

@@ -1,0 +1,67 @@
+"""The test oracle for shell text: the words a POSIX shell reads from a
+command line, with no expansion (``$NAME`` placeholders stay as written).
+
+``shlex.split`` is not quite a POSIX shell: inside double quotes it keeps the
+backslash of ``\\$`` and ``\\``` (it honours a backslash there only before
+``"`` and ``\\``), while the shell drops it (POSIX XCU 2.2.3: inside double
+quotes a backslash escapes ``$ ` " \\`` and newline). ``composer.shell.quote``
+writes ``"\\$$A"`` for the word ``$$A`` (a literal ``$`` beside the live
+placeholder ``$A``), which ``shlex`` reads back as ``\\$$A``."""
+
+from __future__ import annotations
+
+_DQ_ESCAPES = "$`\"\\\n"
+
+
+def split(text: str) -> list[str]:
+    """Words of ``text`` as a POSIX shell splits and unquotes them (no
+    expansion, no comments, no operators). Raises ValueError on an unclosed
+    quote or a trailing backslash."""
+    words: list[str] = []
+    buf: list[str] = []
+    in_word = False
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in " \t\n":
+            if in_word:
+                words.append("".join(buf))
+                buf, in_word = [], False
+            i += 1
+        elif ch == "\\":
+            if i + 1 >= n:
+                raise ValueError("trailing backslash")
+            if text[i + 1] != "\n":  # backslash-newline joins lines
+                buf.append(text[i + 1])
+                in_word = True
+            i += 2
+        elif ch == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                raise ValueError("unclosed single quote")
+            buf.append(text[i + 1:end])
+            in_word, i = True, end + 1
+        elif ch == '"':
+            i += 1
+            in_word = True
+            while True:
+                if i >= n:
+                    raise ValueError("unclosed double quote")
+                c = text[i]
+                if c == '"':
+                    i += 1
+                    break
+                if c == "\\" and i + 1 < n and text[i + 1] in _DQ_ESCAPES:
+                    if text[i + 1] != "\n":
+                        buf.append(text[i + 1])
+                    i += 2
+                    continue
+                buf.append(c)
+                i += 1
+        else:
+            buf.append(ch)
+            in_word = True
+            i += 1
+    if in_word:
+        words.append("".join(buf))
+    return words
