@@ -538,19 +538,17 @@ def main() -> None:
     ap.add_argument("--site", type=Path, default=None,
                     help="measure this already built site in the browser only (e.g. one built from another commit)")
     ap.add_argument("--brief", action="store_true", help="only the issue-22 browser figures")
-    args = ap.parse_args()
+    ap.add_argument("--soak", type=int, nargs="*", default=[1000, 10000],
+                    help="plans composed in one process; RSS is printed after each count (default 1000 10000)")
+    ap.add_argument("--soak-only", action="store_true", help="only the soak figures")
+    args = ap.parse_args()  # every option is declared above: a merge once left --soak after this line
     if args.site is not None:
         with tempfile.TemporaryDirectory() as tmp:  # a copy: the stock page is added to it
             site = Path(tmp) / "site"
             shutil.copytree(args.site, site, symlinks=True)
             runtime_bytes(site)
             browser_figures(site, args.browser_runs, extended=not args.brief)
-
-
-    ap.add_argument("--soak", type=int, nargs="*", default=[1000, 10000],
-                    help="plans composed in one process; RSS is printed after each count (default 1000 10000)")
-    ap.add_argument("--soak-only", action="store_true", help="only the soak figures")
-    args = ap.parse_args()
+        return
     if args.soak:
         print(f"soak start: RSS {rss_mb():.0f} MB (CPython)")
         for n, rss, p99, worst in soak(tuple(args.soak)):

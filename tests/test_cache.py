@@ -93,3 +93,15 @@ def test_a_context_memoizes_only_through_its_bounded_regions(k3):
         query = rng.choice(opts)
     assert set(vars(k3)) == before
     assert {"memory-flags", "owned-units"} <= {name.split(":", 1)[0] for name in k3._caches}
+
+
+def test_make_bench_accepts_its_soak_options():
+    # Found 2026-12-02: a merge left bench.py's --soak options after parse_args, so `make bench`
+    # refused them and the soak figures of issue 23 were never printed.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    res = subprocess.run([sys.executable, "bench.py", "--help"], cwd=root, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "--soak-only" in res.stdout and "--soak " in res.stdout.replace("[", " ")
