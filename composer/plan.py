@@ -723,6 +723,10 @@ def plan_error(ctx: RecipeContext, values: dict[str, str]) -> str | None:
     return found[1] if found else None
 
 
+CAPACITY_CODES = frozenset({"capacity", "kv-capacity", "kv-capacity-disagrees"})
+"""Notices that already say a replica's capacity: no generic ``capacity`` error is added beside them
+(a ``kv-capacity-disagrees`` warning is a verified configuration the estimate doubts, not an error)."""
+
 FALLBACK_ERRORS = frozenset({"capacity", "kv-capacity"})
 """Errors of a recommended strategy that ``working_values`` answers with
 another strategy: the weights or one sequence's KV cache do not fit."""
@@ -792,8 +796,9 @@ def _plan_error(ctx: RecipeContext, values: dict[str, str]) -> tuple[str, str] |
             commands, caps = build_commands(ctx, sel, notices, lite=True)
         except ArgvError as e:
             return ("argv", str(e))
+        said = any(n.code in CAPACITY_CODES for n in notices.items())  # as make(): one capacity notice, the first
         for cap in caps:
-            if not cap.fits:
+            if not cap.fits and not said:
                 notices.add("error", "capacity", cap.message)
         launch_notices(ctx, sel, commands, caps, notices, plan_rules=False)
         return next(((n.code, n.message) for n in notices.items() if n.level == "error"), None)
@@ -835,7 +840,7 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
                     f"{ctx.strategy_label(recommended)} (recommended on {ctx.hw(sel.hardware).display_name}) cannot "
                     f"serve here: {said}. {ctx.strategy_label(fallback)} is shown instead.", subject="strategy", old=recommended, new=fallback)
     commands, caps = build_commands(ctx, sel, notices)
-    has_cap_error = any(n.code in ("capacity", "kv-capacity", "kv-capacity-disagrees") for n in notices.items())
+    has_cap_error = any(n.code in CAPACITY_CODES for n in notices.items())
     for cap in caps:
         if not cap.fits and not has_cap_error:
             notices.add("error", "capacity", cap.message)

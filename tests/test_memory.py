@@ -222,7 +222,7 @@ def test_the_llama_fp8_checkpoint_size_is_what_vllm_loads(ctx_of):
 # ----- the plan and the page ------------------------------------------------------
 
 def test_capacity_per_pool_is_worded_like_vllm(ctx_of):
-    plan = compose(ctx_of(LLAMA), "hardware=h200")
+    plan = compose(ctx_of(LLAMA), "hardware=h200", every_form=False)
     (c,) = plan["capacity"]
     assert c["kv_tokens"] and c["max_concurrency"] and c["weights_gib"] and c["kv_gib"]
     assert c["log"][-1] == (f"GPU KV cache size: {c['kv_tokens']:,} tokens, Maximum concurrency for "
@@ -241,7 +241,7 @@ def test_pd_pools_each_have_their_capacity(plan):
 @pytest.mark.parametrize("context,tokens", [("8k", 8192), ("32k", 32768), ("128k", 131072)])
 def test_the_context_parameter_states_a_concurrency(ctx_of, context, tokens):
     ctx = ctx_of(LLAMA)
-    p = compose(ctx, f"hardware=h200&context={context}")
+    p = compose(ctx, f"hardware=h200&context={context}", every_form=False)
     c = p["capacity"][0]
     assert c["context"] == tokens and c["context_concurrency"] > 0
     if context != "32k":
@@ -256,7 +256,7 @@ def test_the_context_parameter_states_a_concurrency(ctx_of, context, tokens):
 
 
 def test_an_unknown_context_is_a_warning(ctx_of):
-    p = compose(ctx_of(LLAMA), "hardware=h200&context=7k")
+    p = compose(ctx_of(LLAMA), "hardware=h200&context=7k", every_form=False)
     assert any(n["code"] == "invalid-context" for n in p["notices"]) and p["capacity"][0]["context"] == 32768
 
 
@@ -272,14 +272,14 @@ def test_a_context_that_cannot_fit_is_an_error_with_one_click_fixes(catalog):
     tokens, less than its 262,144-token --max-model-len: the plan is an error
     (kv-capacity) whose fixes each compose to a plan that starts."""
     ctx = _qwen(catalog, verified_h100=False)
-    p = compose(ctx, "hardware=h100&strategy=single_node_tp")
+    p = compose(ctx, "hardware=h100&strategy=single_node_tp", every_form=False)
     kv = [n for n in p["notices"] if n["code"] == "kv-capacity"]
     assert p["status"] == "error" and kv and kv[0]["level"] == "error"
     assert kv[0]["subject"] == "--max-model-len" and kv[0]["old"] == "262144" and int(kv[0]["new"]) < 262144
     labels = [f["label"] for f in kv[0]["fixes"]]
     assert any(x.startswith("--max-model-len auto") for x in labels) and any(x.startswith("an fp8 KV cache") for x in labels)
     for fix in kv[0]["fixes"]:
-        fixed = compose(ctx, fix["query"])
+        fixed = compose(ctx, fix["query"], every_form=False)
         assert not any(n["code"] == "kv-capacity" for n in fixed["notices"]), fix
         assert fixed["status"] == "ok", fix
 
@@ -296,8 +296,22 @@ def test_multi_node_sizing_picks_nodes_that_hold_the_models_context(plan):
 
 def test_a_verified_configuration_that_cannot_fit_is_a_warning_that_says_so(catalog):
     ctx = _qwen(catalog, verified_h100=True)
-    p = compose(ctx, "hardware=h100&strategy=single_node_tp")
+    p = compose(ctx, "hardware=h100&strategy=single_node_tp", every_form=False)
     assert p["verified"]
     codes = {n["code"]: n for n in p["notices"]}
     assert "kv-capacity" not in codes and codes["kv-capacity-disagrees"]["level"] == "warning"
     assert "disagree" in codes["kv-capacity-disagrees"]["message"]
+
+
+def test_the_default_keeps_a_verified_configuration_the_estimate_doubts(catalog):
+    # Found while adding model facts (2026-12-02): the controls' error check (plan._plan_error) added a
+    # generic capacity error beside the kv-capacity-disagrees warning, so the recommended strategy of a
+    # verified configuration was replaced by another one (strategy-fallback) that the recipe never verified.
+    verified = compose(_qwen(catalog, verified_h100=True), "hardware=h100", every_form=False)
+    codes = {n["code"]: n["level"] for n in verified["notices"]}
+    assert verified["selection"]["strategy"] == "single_node_tp" and verified["status"] == "ok"
+    assert codes.get("kv-capacity-disagrees") == "warning" and "strategy-fallback" not in codes
+    # Not verified: the same shortfall is an error, and the default falls back to a strategy that holds it.
+    other = compose(_qwen(catalog, verified_h100=False), "hardware=h100", every_form=False)
+    assert other["status"] == "ok" and other["selection"]["strategy"] != "single_node_tp"
+    assert any(n["code"] == "strategy-fallback" for n in other["notices"])
