@@ -446,24 +446,29 @@ def soak(checkpoints: tuple[int, ...] = (1000, 10000), seed: int = 23) -> list[t
     every 25 clicks; a fifth of the clicks carry a never-seen value, e.g.
     ``nodes=<n>`` or an unknown hardware id, so every cache keeps meeting new
     keys). Returns ``(plans, RSS MB, p99 ms, worst ms)`` at each checkpoint:
-    with every cache bounded (``composer.cache``), RSS after warm-up stays flat."""
+    with every cache bounded (``composer.cache``), RSS after warm-up stays flat.
+    The process keeps at most as many recipe contexts alive as the browser's
+    worker does (``MODULE_BOUNDS["api.context_from_json"]``, least recently used
+    evicted): a context holds its caches, so 157 contexts kept forever would
+    measure the soak's own dictionary, not the composer's bounds."""
     from composer.api import compose_page
+    from composer.cache import MODULE_BOUNDS, BoundedCache
 
     rng = random.Random(seed)
     recipes = [(ROOT / "recipes", "moonshotai/Kimi-K3")]
     if CORPUS.exists():
         recipes += [(CORPUS, f"{p.parent.name}/{p.stem}") for p in sorted((CORPUS / "models").glob("*/*.yaml"))]
     catalogs: dict = {}
-    contexts: dict = {}
+    contexts = BoundedCache(MODULE_BOUNDS["api.context_from_json"])
 
     def ctx_of(root: Path, rid: str):
-        if rid not in contexts:
+        def make():
             try:
                 cat = catalogs.setdefault(root, load_catalog(root))
-                contexts[rid] = make_context(rid, load_recipe(root, rid), cat)
+                return make_context(rid, load_recipe(root, rid), cat)
             except Exception:  # a corpus recipe our checks refuse: not part of the soak
-                contexts[rid] = None
-        return contexts[rid]
+                return None
+        return contexts.get((str(root), rid), make)
 
     out, times, query, ctx = [], [], "", None
     for i in range(1, max(checkpoints) + 1):

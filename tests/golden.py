@@ -107,11 +107,14 @@ def _walk(source: str, rid: str, rng: random.Random, depth: int) -> list[str]:
 
 
 def selections() -> list[tuple[str, str, str]]:
-    """The characterized ``(source, recipe id, query)`` triples, deterministic."""
-    rng = random.Random(17)
+    """The characterized ``(source, recipe id, query)`` triples, deterministic.
+    Each recipe's walks have their own seed, so a deliberate change of one
+    recipe's options leaves the other recipes' walks (and golden lines) where
+    they were (one shared generator once moved 1,561 lines of other recipes)."""
     out: list[tuple[str, str, str]] = []
     ours = sorted(recipe_paths(OURS))
     for rid in ours:
+        rng = random.Random(f"17:ours:{rid}")
         out.append(("ours", rid, ""))
         page = compose_page(context("ours", rid), "")
         out += [("ours", rid, o["query"]) for items in page["options"].values() for o in items]
@@ -121,9 +124,10 @@ def selections() -> list[tuple[str, str, str]]:
     if CORPUS.exists():
         corpus = sorted(recipe_paths(CORPUS))
         out += [("corpus", rid, "") for rid in corpus]
-        for rid in rng.sample(corpus, 50) + ["moonshotai/Kimi-K3"] * 10:
+        for k, rid in enumerate(random.Random(17).sample(corpus, 50) + ["moonshotai/Kimi-K3"] * 10):
             if rid not in corpus:
                 continue
+            rng = random.Random(f"17:corpus:{rid}:{k}")
             for _ in range(4):
                 out += [("corpus", rid, q) for q in _walk("corpus", rid, rng, 6)]
     seen, unique = set(), []
