@@ -118,6 +118,15 @@ def import_main(argv: list[str], default_recipes: Path) -> int:
     return import_exit(r)
 
 
+def _n(value) -> str:
+    """A figure as the page's ``num`` macro writes it: thousands separated, ``?`` when unknown."""
+    if value is None:
+        return "?"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.1f}"
+    return f"{int(value):,}" if isinstance(value, (int, float)) else str(value)
+
+
 def render_compare_text(c: dict) -> str:
     """A comparison as text: both plans and links, per command the
     differences (A's value → B's, B's source), per pool capacity and
@@ -135,9 +144,10 @@ def render_compare_text(c: dict) -> str:
             if f is None:
                 out.append(f"{p['scope']} {side.upper()}: (none)")
                 continue
-            out.append(f"{p['scope']} {side.upper()}: {f['gpus']} GPUs, KV cache {f['kv_gb']} GB (~{f['kv_tokens']} tokens), "
-                       f"{f['engines']} engine(s) × max-num-seqs {f['max_num_seqs']} = {f['concurrency']} sequences at once; "
-                       f"{f['full_sequences']} of max-model-len {f['max_model_len']}")
+            out.append(f"{p['scope']} {side.upper()}: {_n(f['gpus'])} GPUs, KV cache {_n(f['kv_gb'])} GB "
+                       f"(~{_n(f['kv_tokens'])} tokens), {_n(f['engines'])} engine(s) × max-num-seqs "
+                       f"{_n(f['max_num_seqs'])} = {_n(f['concurrency'])} sequences at once; "
+                       f"{_n(f['full_sequences'])} of max-model-len {_n(f['max_model_len'])}")
     for side in ("only_a", "only_b"):
         for n in c["notices"][side]:
             out.append(f"notice only in {side[-1].upper()}: [{n['level']}] {comment(n['message'])}")
