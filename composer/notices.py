@@ -72,15 +72,23 @@ class Notices:
             old=None, new=None, reason: str | None = None, rule: str | None = None,
             values: tuple[tuple[str, str], ...] | None = None, key: str | None = None,
             fix: str | None = None, source: str | None = None,
-            fixes: tuple[Fix, ...] = ()) -> None:
+            fixes: tuple[Fix, ...] = (), first: bool = False) -> None:
         """Add a notice (a second one with the same code and message is dropped);
-        ``old``/``new`` are stored as strings."""
+        ``old``/``new`` are stored as strings. ``first``: put it before the
+        others (a notice that explains the ones after it, e.g. the strategy
+        shown instead of the recommended one, before that strategy's node count)."""
         assert level in LEVELS, level
         if not message.startswith("vLLM"):  # a proper name keeps its case
             message = message[:1].upper() + message[1:]
-        self._items.setdefault((code, message), Notice(
-            level, code, message, subject, None if old is None else str(old), None if new is None else str(new), reason,
-            rule, values, key, fix, source, tuple(fixes)))
+        item = (code, message)
+        if item in self._items:
+            return
+        notice = Notice(level, code, message, subject, None if old is None else str(old), None if new is None else str(new),
+                        reason, rule, values, key, fix, source, tuple(fixes))
+        if first:
+            self._items = {item: notice, **self._items}
+        else:
+            self._items[item] = notice
 
     def items(self) -> list[Notice]:
         return list(self._items.values())

@@ -838,7 +838,8 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
         said = before[1].split(". ")[0].rstrip(".") if before else "a capacity error"
         notices.add("info", "strategy-fallback",
                     f"{ctx.strategy_label(recommended)} (recommended on {ctx.hw(sel.hardware).display_name}) cannot "
-                    f"serve here: {said}. {ctx.strategy_label(fallback)} is shown instead.", subject="strategy", old=recommended, new=fallback)
+                    f"serve here: {said}. {ctx.strategy_label(fallback)} is shown instead.", subject="strategy", old=recommended, new=fallback,
+                    first=True)
     commands, caps = build_commands(ctx, sel, notices)
     has_cap_error = any(n.code in CAPACITY_CODES for n in notices.items())
     for cap in caps:

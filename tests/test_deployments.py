@@ -250,6 +250,7 @@ def test_a_recommended_strategy_that_cannot_serve_gives_way(plan):
     assert p["status"] == "ok" and p["selection"]["strategy"] == "multi_node_tp_pp"
     [n] = [n for n in p["notices"] if n["code"] == "strategy-fallback"]
     assert (n["old"], n["new"]) == ("multi_node_tp", "multi_node_tp_pp") and "strategy=multi_node_tp_pp" in p["url"]
+    assert p["notices"][0] == n  # said first: the node count notice after it is the new strategy's (a fresh user's finding)
     assert plan(p["url"])["selection"] == p["selection"]
     assert not [o for o in plan("")["options"]["hardware"] if o["disabled"]]
     assert plan("hardware=h100&strategy=multi_node_tp")["status"] == "error"
