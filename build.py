@@ -20,6 +20,7 @@ place only when complete, so a failed build never leaves a half-written site.
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import hashlib
 import http.server
@@ -353,11 +354,17 @@ def _cache_lock(cache: Path) -> int:
     following a symbolic link, as ``_lock``), held while a build fills the
     cache; returns the open fd."""
     import fcntl
+    import stat
 
-    try:
-        fd = os.open(cache / ".lock", os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    path = cache / ".lock"
+    try:  # O_NONBLOCK: opening a FIFO planted there must not hang the build
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
     except OSError as exc:
-        raise BuildError(f"cannot lock the cache {cache}: {exc.strerror or exc}") from None
+        why = "it is a symbolic link; the build never follows one" if exc.errno == errno.ELOOP else exc.strerror or exc
+        raise BuildError(f"cannot lock the cache {cache}: {why} (remove {path})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise BuildError(f"cannot lock the cache {cache}: {path} is not a regular file (remove it)")
     fcntl.flock(fd, fcntl.LOCK_EX)
     return fd
 
@@ -823,7 +830,7 @@ def _lock(parent: Path):
 
     path = parent / LOCK_NAME
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise BuildError(f"{path} is a symbolic link; the build never follows one (remove it)") from None

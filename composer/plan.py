@@ -337,6 +337,25 @@ def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, noti
     return cap.check(scope, where, host)
 
 
+def _verified_exactly(ctx: RecipeContext, sel: Selection) -> bool:
+    """Whether the recipe verified this exact configuration (issue 18.3: only
+    then is a KV cache short of one sequence a warning): the hardware is
+    verified and either ``meta.verified_configs`` names this strategy on it
+    (``verification``), or the recipe lists none and this is its default
+    strategy (its ``default_strategy``; without one, the single-node strategy of
+    kind ``tp`` the resolver recommends). A hardware-level mark does not verify
+    every strategy (found by an adversarial pass: GLM-4.5 single-node DEP on
+    H200, 0.32x of one sequence, was shown ready)."""
+    if not verification(ctx, sel)["verified"]:
+        return False
+    if any(c.hardware == sel.hardware for c in ctx.recipe.meta.verified_configs):
+        return True  # verification() already matched the strategy
+    if ctx.recipe.default_strategy:
+        return sel.strategy == ctx.recipe.default_strategy
+    st = ctx.strategy(sel.strategy)
+    return st.deploy_type == "single_node" and st.kind == "tp"
+
+
 def _kv_capacity_notice(ctx, sel, lay, cap, scope, where, notices: Notices, fp8, grow, at) -> None:
     """The ``kv-capacity`` notice of a KV cache that holds less than one
     sequence of the max-model-len in force, with one-click fixes: vLLM's auto
@@ -355,6 +374,8 @@ def _kv_capacity_notice(ctx, sel, lay, cap, scope, where, notices: Notices, fp8,
                          "--max-model-len auto", base.with_values(advanced=[*sel.advanced, "max_model_len_auto"]).query()))
     if grow is not None:
         for n in range(lay.nodes + 1, MAX_NODES + 1):
+            if layout_problem(ctx, grow(n), sel.variant) is not None:
+                continue  # a count vLLM refuses (e.g. TP 72 of 64 heads) is no fix: the resolver would lower it again
             bigger = at(grow(n))
             if bigger.weights_fit and bigger.holds_one_sequence:
                 param = f"{scope}_nodes" if scope in POOLS else "nodes"
@@ -371,7 +392,7 @@ def _kv_capacity_notice(ctx, sel, lay, cap, scope, where, notices: Notices, fp8,
             f"maximum concurrency {cap.concurrency:.2f}x for --max-model-len {cap.max_model_len:,} ({how}), "
             "less than one sequence")
     fix_text = "; ".join(f.label for f in fixes) or "more GPUs"
-    if verification(ctx, sel)["verified"]:
+    if _verified_exactly(ctx, sel):
         notices.add("warning", "kv-capacity-disagrees",
                     f"{told}, yet the recipe marks this configuration verified: the estimate and the recipe disagree "
                     f"(vLLM would refuse to start if the estimate were right). If it does not start: {fix_text}.",

@@ -278,3 +278,24 @@ def test_a_recipe_forced_error_does_not_disable_every_option(tmp_path):
     for control in ("hardware", "strategy"):
         enabled = [o["id"] for o in page["options"][control] if not o["disabled"]]
         assert len(enabled) > 1, control
+
+
+def test_every_kv_capacity_fix_composes_to_a_plan_that_starts():
+    # Found by an adversarial pass (2026-12-02) once Macaron had model facts (64 heads): the "9 nodes"
+    # fix of multi-node TP on H100 named a count whose TP 72 the resolver lowers again to 8, an error that
+    # offered "9 nodes" once more, and it hid the TP + PP fix that works.
+    c = ctx(CORPUS, "mindlab-research/Macaron-V1-Coding-Venti")
+    plan = compose(c, "hardware=h100&strategy=multi_node_tp", every_form=False)
+    (kv,) = [n for n in plan["notices"] if n["code"] == "kv-capacity"]
+    assert kv["fixes"] and not any(f["label"] == "9 nodes" for f in kv["fixes"])
+    for fix in kv["fixes"]:
+        assert compose(c, fix["query"], every_form=False)["status"] == "ok", fix
+
+
+def test_a_hardware_mark_does_not_verify_every_strategy():
+    # Same pass: corpus GLM-4.5 marks H200 verified and lists no verified_configs; single-node DEP holds
+    # 0.32x of one sequence there. Only the recipe's default (here: single-node TP) may be the
+    # "estimate and recipe disagree" warning; DEP stays an error vLLM would refuse.
+    c = ctx(CORPUS, "zai-org/GLM-4.5")
+    dep = compose(c, "strategy=single_node_dep", every_form=False)
+    assert dep["status"] == "error" and [n for n in dep["notices"] if n["code"] == "kv-capacity"]

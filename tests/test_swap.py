@@ -167,3 +167,20 @@ def test_recipe_ids_that_name_site_files_are_skipped_by_keep_going(tmp_path):
     assert summary["recipes"] == 3 and sorted(e.file for e in summary["errors"]) == sorted(
         f"models/{rid}.yaml" for rid in CLASHES)
     assert (tmp_path / "site" / "api" / "index.json").is_file() and (tmp_path / "site" / "404.html").is_file()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory"])
+def test_a_cache_lock_that_is_not_a_regular_file_is_refused_at_once(tmp_path, kind):
+    # Found by an adversarial pass (2026-12-02): a FIFO at .cache/compressed/.lock hung the build in open().
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    lock = cache / ".lock"
+    if kind == "fifo":
+        os.mkfifo(lock)
+    elif kind == "symlink":
+        lock.symlink_to(tmp_path / "victim")
+    else:
+        lock.mkdir()
+    with pytest.raises(build.BuildError, match="cannot lock the cache"):
+        build._cache_lock(cache)
+    assert not (tmp_path / "victim").exists()
