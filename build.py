@@ -20,6 +20,7 @@ place only when complete, so a failed build never leaves a half-written site.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import functools
 import hashlib
@@ -181,53 +182,44 @@ def snapshot_and_modules(python_zip: bytes) -> tuple[bytes, list[str]]:
     Cached in ``.cache/snapshots`` by the hash of everything that goes into it;
     concurrent builds take turns on the cache's lock, so they make it once and
     ship the same bytes (whose Brotli copy ``write_precompressed`` then makes once)."""
-    SNAPSHOT_CACHE.mkdir(parents=True, exist_ok=True)
-    lock = _cache_lock(SNAPSHOT_CACHE)
-    try:
-        return _snapshot_and_modules(python_zip)
-    finally:
-        os.close(lock)
-
-
-def _snapshot_and_modules(python_zip: bytes) -> tuple[bytes, list[str]]:
-    """``snapshot_and_modules`` under the cache's lock."""
-    script = ROOT / "site_src" / "snapshot.mjs"
-    key = hashlib.sha256(python_zip + pyodide_version().encode() + script.read_bytes()
-                         + (ROOT / "site_src" / "assets" / "boot-python.mjs").read_bytes()).hexdigest()[:24]
-    cached = SNAPSHOT_CACHE / f"{key}.bin"
-    digest_file = cached.with_suffix(".sha256")
-    modules_file = cached.with_suffix(".modules.json")
-    if cached.exists() and digest_file.exists() and modules_file.exists():
-        data = cached.read_bytes()
-        if hashlib.sha256(data).hexdigest() == digest_file.read_text().strip():
-            return data, json.loads(modules_file.read_text())  # a damaged cache entry is made again, never shipped
-    node = shutil.which("node")
-    if node is None:
-        raise BuildError("node is needed to make the Pyodide memory snapshot (install Node.js 20 or newer)")
-    with tempfile.TemporaryDirectory() as tmp:
-        zip_path, out_path = Path(tmp) / "site-python.zip", Path(tmp) / "snapshot.bin"
-        zip_path.write_bytes(python_zip)
-        try:
-            res = subprocess.run([node, str(script), str(PYODIDE_DIR), str(zip_path), str(out_path)],
-                                 capture_output=True, text=True, timeout=300)
-        except subprocess.TimeoutExpired:
-            raise BuildError("making the Pyodide memory snapshot with node took more than 300 s; stopped") from None
-        if res.returncode != 0 or not out_path.exists():
-            # Pyodide prints its minified source around an error: keep the Python traceback.
-            text = res.stderr or res.stdout
-            start = max(text.rfind("Traceback (most recent call last)"), text.rfind("Error:"))
-            raise BuildError(f"could not make the Pyodide memory snapshot (node exited with {res.returncode}):\n"
-                             + ((text[start:] if start >= 0 else text)[-2000:] or "(no output)"))
-        data = out_path.read_bytes()
-        modules = sorted(json.loads(res.stdout.strip().splitlines()[-1])["modules"])
-    # Unique temporary names: concurrent builds never write into one file.
-    for path, content in ((cached, data), (modules_file, json.dumps(modules).encode()),
-                          (digest_file, hashlib.sha256(data).hexdigest().encode())):
-        fd, tmp_name = tempfile.mkstemp(dir=SNAPSHOT_CACHE, prefix=path.name + ".")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(content)
-        os.replace(tmp_name, path)
-    return data, modules
+    with _cache_locked(SNAPSHOT_CACHE):
+        script = ROOT / "site_src" / "snapshot.mjs"
+        key = hashlib.sha256(python_zip + pyodide_version().encode() + script.read_bytes()
+                             + (ROOT / "site_src" / "assets" / "boot-python.mjs").read_bytes()).hexdigest()[:24]
+        cached = SNAPSHOT_CACHE / f"{key}.bin"
+        digest_file = cached.with_suffix(".sha256")
+        modules_file = cached.with_suffix(".modules.json")
+        if cached.exists() and digest_file.exists() and modules_file.exists():
+            data = cached.read_bytes()
+            if hashlib.sha256(data).hexdigest() == digest_file.read_text().strip():
+                return data, json.loads(modules_file.read_text())  # a damaged cache entry is made again, never shipped
+        node = shutil.which("node")
+        if node is None:
+            raise BuildError("node is needed to make the Pyodide memory snapshot (install Node.js 20 or newer)")
+        with tempfile.TemporaryDirectory() as tmp:
+            zip_path, out_path = Path(tmp) / "site-python.zip", Path(tmp) / "snapshot.bin"
+            zip_path.write_bytes(python_zip)
+            try:
+                res = subprocess.run([node, str(script), str(PYODIDE_DIR), str(zip_path), str(out_path)],
+                                     capture_output=True, text=True, timeout=300)
+            except subprocess.TimeoutExpired:
+                raise BuildError("making the Pyodide memory snapshot with node took more than 300 s; stopped") from None
+            if res.returncode != 0 or not out_path.exists():
+                # Pyodide prints its minified source around an error: keep the Python traceback.
+                text = res.stderr or res.stdout
+                start = max(text.rfind("Traceback (most recent call last)"), text.rfind("Error:"))
+                raise BuildError(f"could not make the Pyodide memory snapshot (node exited with {res.returncode}):\n"
+                                 + ((text[start:] if start >= 0 else text)[-2000:] or "(no output)"))
+            data = out_path.read_bytes()
+            modules = sorted(json.loads(res.stdout.strip().splitlines()[-1])["modules"])
+        # Unique temporary names: concurrent builds never write into one file.
+        for path, content in ((cached, data), (modules_file, json.dumps(modules).encode()),
+                              (digest_file, hashlib.sha256(data).hexdigest().encode())):
+            fd, tmp_name = tempfile.mkstemp(dir=SNAPSHOT_CACHE, prefix=path.name + ".")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(content)
+            os.replace(tmp_name, path)
+        return data, modules
 
 
 def _imports_of(source: bytes, module: str, is_package: bool) -> set[str]:
@@ -341,74 +333,45 @@ def write_precompressed(root: Path) -> dict[str, int]:
     filled). Concurrent builds (the test workers, two ``make serve``) take
     turns on the cache's lock, so the Brotli work is done once, not once per
     build. Returns ``{"files", "bytes", "gz_bytes", "br_bytes"}``."""
-    COMPRESS_CACHE.mkdir(parents=True, exist_ok=True)
-    lock = _cache_lock(COMPRESS_CACHE)
-    try:
-        return _write_precompressed(root)
-    finally:
-        os.close(lock)
-
-
-def _cache_lock(cache: Path) -> int:
-    """An exclusive ``flock`` on ``cache/.lock`` (created read-only, never
-    following a symbolic link, as ``_lock``), held while a build fills the
-    cache; returns the open fd."""
-    import fcntl
-    import stat
-
-    path = cache / ".lock"
-    try:  # O_NONBLOCK: opening a FIFO planted there must not hang the build
-        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
-    except OSError as exc:
-        why = "it is a symbolic link; the build never follows one" if exc.errno == errno.ELOOP else exc.strerror or exc
-        raise BuildError(f"cannot lock the cache {cache}: {why} (remove {path})") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise BuildError(f"cannot lock the cache {cache}: {path} is not a regular file (remove it)")
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
-
-
-def _write_precompressed(root: Path) -> dict[str, int]:
-    """``write_precompressed`` under the cache's lock."""
     import gzip
 
-    out = {"files": 0, "bytes": 0, "gz_bytes": 0, "br_bytes": 0}
-    todo: list[tuple[Path, Path, Path]] = []  # (source, cache entry, destination) still to make with Brotli
-    for path in sorted(root.rglob("*")):
-        if not path.is_file() or path.suffix not in COMPRESSED_SUFFIXES or path.stat().st_size < COMPRESS_MIN_BYTES:
-            continue
-        data = path.read_bytes()
-        key = sha256_hex(data)[:32]
-        gz_cache = COMPRESS_CACHE / f"{key}.gz"
-        if not gz_cache.exists():
-            _atomic_write(gz_cache, gzip.compress(data, 9, mtime=0))
-        shutil.copyfile(gz_cache, path.with_name(path.name + ".gz"))
-        br_cache = COMPRESS_CACHE / f"{key}.br"
-        if br_cache.exists():
-            shutil.copyfile(br_cache, path.with_name(path.name + ".br"))
-        else:
-            todo.append((path, br_cache, path.with_name(path.name + ".br")))
-        out["files"] += 1
-        out["bytes"] += len(data)
-    node = shutil.which("node")
-    if todo and node is None:
-        raise BuildError("node is needed to write the Brotli copies of the big files (install Node.js 20 or newer)")
-    if todo:
-        with tempfile.TemporaryDirectory(dir=COMPRESS_CACHE) as tmp:
-            args = [a for i, (src, _, _) in enumerate(todo) for a in (str(src), str(Path(tmp) / f"{i}.br"))]
-            res = subprocess.run([node, str(ROOT / "site_src" / "compress.mjs"), *args], capture_output=True, text=True, timeout=600)
-            if res.returncode != 0:
-                raise BuildError(f"could not write the Brotli copies (node exited with {res.returncode}): {res.stderr[-500:]}")
-            for i, (_, cache, dst) in enumerate(todo):
-                os.replace(Path(tmp) / f"{i}.br", cache)
-                shutil.copyfile(cache, dst)
-    for path in root.rglob("*"):
-        if path.suffix == ".gz":
-            out["gz_bytes"] += path.stat().st_size
-        elif path.suffix == ".br":
-            out["br_bytes"] += path.stat().st_size
-    return out
+    with _cache_locked(COMPRESS_CACHE):
+        out = {"files": 0, "bytes": 0, "gz_bytes": 0, "br_bytes": 0}
+        todo: list[tuple[Path, Path, Path]] = []  # (source, cache entry, destination) still to make with Brotli
+        for path in sorted(root.rglob("*")):
+            if not path.is_file() or path.suffix not in COMPRESSED_SUFFIXES or path.stat().st_size < COMPRESS_MIN_BYTES:
+                continue
+            data = path.read_bytes()
+            key = sha256_hex(data)[:32]
+            gz_cache = COMPRESS_CACHE / f"{key}.gz"
+            if not gz_cache.exists():
+                _atomic_write(gz_cache, gzip.compress(data, 9, mtime=0))
+            shutil.copyfile(gz_cache, path.with_name(path.name + ".gz"))
+            br_cache = COMPRESS_CACHE / f"{key}.br"
+            if br_cache.exists():
+                shutil.copyfile(br_cache, path.with_name(path.name + ".br"))
+            else:
+                todo.append((path, br_cache, path.with_name(path.name + ".br")))
+            out["files"] += 1
+            out["bytes"] += len(data)
+        node = shutil.which("node")
+        if todo and node is None:
+            raise BuildError("node is needed to write the Brotli copies of the big files (install Node.js 20 or newer)")
+        if todo:
+            with tempfile.TemporaryDirectory(dir=COMPRESS_CACHE) as tmp:
+                args = [a for i, (src, _, _) in enumerate(todo) for a in (str(src), str(Path(tmp) / f"{i}.br"))]
+                res = subprocess.run([node, str(ROOT / "site_src" / "compress.mjs"), *args], capture_output=True, text=True, timeout=600)
+                if res.returncode != 0:
+                    raise BuildError(f"could not write the Brotli copies (node exited with {res.returncode}): {res.stderr[-500:]}")
+                for i, (_, cache, dst) in enumerate(todo):
+                    os.replace(Path(tmp) / f"{i}.br", cache)
+                    shutil.copyfile(cache, dst)
+        for path in root.rglob("*"):
+            if path.suffix == ".gz":
+                out["gz_bytes"] += path.stat().st_size
+            elif path.suffix == ".br":
+                out["br_bytes"] += path.stat().st_size
+        return out
 
 
 def _atomic_write(path: Path, content: bytes) -> None:
@@ -749,7 +712,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     out = out.resolve()
     check_output_dir(out, recipes_dir.resolve())
     out.parent.mkdir(parents=True, exist_ok=True)
-    lock = _lock(out.parent)
+    lock = _lock(out.parent / LOCK_NAME)
     _remove_stale_builds(out.parent)
     tmp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=out.parent))
     try:
@@ -815,20 +778,35 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     return {"recipes": len(entries), "out": str(out), "errors": errors, "warnings": warnings}
 
 
-def _lock(parent: Path):
-    """An exclusive lock on ``parent/.build.lock`` for the whole build: builds
-    into one folder take turns, so a ``.build-*`` folder found while holding it
-    belongs to a build that crashed.
+@contextlib.contextmanager
+def _cache_locked(cache: Path):
+    """Hold ``_lock(cache/.lock)`` while a build fills the cache (created
+    first); a lock path that is not ours is a ``BuildError`` that names the cache."""
+    cache.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = _lock(cache / ".lock")
+    except (BuildError, OSError) as exc:
+        raise BuildError(f"cannot lock the cache {cache}: {exc}") from None
+    try:
+        yield
+    finally:
+        os.close(fd)
 
-    The lock path is opened read-only with ``O_CREAT | O_NOFOLLOW`` (a
-    symbolic link there is refused, never followed; an existing file is never
-    truncated or written: ``flock`` needs no write access) and must be a
-    regular file. Raises ``BuildError`` otherwise. Returns the open fd."""
-    import errno
+
+def _lock(path: Path) -> int:
+    """An exclusive ``flock`` on the file ``path``: the build's own
+    (``--out``'s parent / ``LOCK_NAME``: builds into one folder take turns, so a
+    ``.build-*`` folder found while holding it belongs to a build that crashed)
+    and the caches' (``_cache_locked``).
+
+    The path is opened read-only with ``O_CREAT | O_NOFOLLOW | O_NONBLOCK`` (a
+    symbolic link there is refused, never followed; a FIFO does not hang the
+    open; an existing file is never truncated or written: ``flock`` needs no
+    write access) and must be a regular file. Raises ``BuildError`` otherwise.
+    Returns the open fd."""
     import fcntl
     import stat
 
-    path = parent / LOCK_NAME
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
     except OSError as exc:

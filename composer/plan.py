@@ -29,7 +29,7 @@ from composer.parallel import KINDS, layout_problem, node_units, serves_api, sha
 from composer.query import Request, parse_query
 from composer.dimensions import POOLS, Selection
 from composer.forms import FORMS, FormInput
-from composer.resolve import feature_label, layout_for, pool_layout, resolve, util_in_force
+from composer.resolve import RECOMMENDED_SINGLE, feature_label, layout_for, pool_layout, resolve, util_in_force
 from composer.shell import command_text, env_text, recipe_command
 
 LAYER_LABELS = {
@@ -353,7 +353,7 @@ def _verified_exactly(ctx: RecipeContext, sel: Selection) -> bool:
     if ctx.recipe.default_strategy:
         return sel.strategy == ctx.recipe.default_strategy
     st = ctx.strategy(sel.strategy)
-    return st.deploy_type == "single_node" and st.kind == "tp"
+    return st.deploy_type == "single_node" and st.kind == RECOMMENDED_SINGLE[0]
 
 
 def _kv_capacity_notice(ctx, sel, lay, cap, scope, where, notices: Notices, fp8, grow, at) -> None:
@@ -748,6 +748,18 @@ CAPACITY_CODES = frozenset({"capacity", "kv-capacity", "kv-capacity-disagrees"})
 """Notices that already say a replica's capacity: no generic ``capacity`` error is added beside them
 (a ``kv-capacity-disagrees`` warning is a verified configuration the estimate doubts, not an error)."""
 
+
+def capacity_errors(caps, notices: Notices) -> None:
+    """A ``capacity`` error per replica that does not fit (``caps``: its
+    ``CapacityCheck`` records), unless a notice of ``CAPACITY_CODES`` already
+    says it. One rule for the plan (``plan_and_selection``) and for the
+    controls' error check (``_plan_error``), so both see the same errors."""
+    if any(n.code in CAPACITY_CODES for n in notices.items()):
+        return
+    for cap in caps:
+        if not cap.fits:
+            notices.add("error", "capacity", cap.message)
+
 FALLBACK_ERRORS = frozenset({"capacity", "kv-capacity"})
 """Errors of a recommended strategy that ``working_values`` answers with
 another strategy: the weights or one sequence's KV cache do not fit."""
@@ -817,10 +829,7 @@ def _plan_error(ctx: RecipeContext, values: dict[str, str]) -> tuple[str, str] |
             commands, caps = build_commands(ctx, sel, notices, lite=True)
         except ArgvError as e:
             return ("argv", str(e))
-        said = any(n.code in CAPACITY_CODES for n in notices.items())  # as make(): one capacity notice, the first
-        for cap in caps:
-            if not cap.fits and not said:
-                notices.add("error", "capacity", cap.message)
+        capacity_errors(caps, notices)
         launch_notices(ctx, sel, commands, caps, notices, plan_rules=False)
         return next(((n.code, n.message) for n in notices.items() if n.level == "error"), None)
 
@@ -862,10 +871,7 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
                     f"serve here: {said}. {ctx.strategy_label(fallback)} is shown instead.", subject="strategy", old=recommended, new=fallback,
                     first=True)
     commands, caps = build_commands(ctx, sel, notices)
-    has_cap_error = any(n.code in CAPACITY_CODES for n in notices.items())
-    for cap in caps:
-        if not cap.fits and not has_cap_error:
-            notices.add("error", "capacity", cap.message)
+    capacity_errors(caps, notices)
     launch_notices(ctx, sel, commands, caps, notices)
     kv_memory_notice(ctx, sel, commands, notices)
     summary_text = summary(ctx, sel, commands)

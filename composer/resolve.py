@@ -393,11 +393,11 @@ def _resolve_shape(ctx: RecipeContext, req: Request, sel: Selection, want_nodes:
     if deploy == "single_node":
         if want_nodes not in (None, 1):
             n.add("warning", "nodes-adjusted", f"{ctx.strategy_label(sid)} runs on one node; nodes={want_nodes} was set to 1.")
-        lay = layout_for(ctx, sel, 1)
-        why = layout_ok(ctx, sel, lay)
-        # Weights that fit with KV room short of one sequence are the plan's kv-capacity notice, as on
-        # several nodes (smallest_nodes): with its one-click fixes, a warning where the recipe verified it.
-        if why and layout_ok(ctx, sel, lay, sequence=False) is not None:
+        # sequence=False: weights that fit with KV room short of one sequence are the plan's kv-capacity
+        # notice, as on several nodes (smallest_nodes): with its one-click fixes, a warning where the
+        # recipe verified the configuration.
+        why = layout_ok(ctx, sel, layout_for(ctx, sel, 1), sequence=False)
+        if why:
             n.add("error", "capacity", why if ctx.strategy(sid).kind == "omni" else f"{why} {fit_hint(ctx, sel)}")
         return sel, n
     return _resolve_nodes(ctx, sel, want_nodes, n), n

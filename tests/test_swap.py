@@ -182,5 +182,6 @@ def test_a_cache_lock_that_is_not_a_regular_file_is_refused_at_once(tmp_path, ki
     else:
         lock.mkdir()
     with pytest.raises(build.BuildError, match="cannot lock the cache"):
-        build._cache_lock(cache)
+        with build._cache_locked(cache):
+            pass
     assert not (tmp_path / "victim").exists()

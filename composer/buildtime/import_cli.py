@@ -119,12 +119,8 @@ def import_main(argv: list[str], default_recipes: Path) -> int:
 
 
 def _n(value) -> str:
-    """A figure as the page's ``num`` macro writes it: thousands separated, ``?`` when unknown."""
-    if value is None:
-        return "?"
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:,.1f}"
-    return f"{int(value):,}" if isinstance(value, (int, float)) else str(value)
+    """A figure as the page's ``num`` macro (``site_src/_macros.html``) writes it: thousands separated, ``–`` when unknown."""
+    return "–" if value is None else f"{value:,}"
 
 
 def render_compare_text(c: dict) -> str:
