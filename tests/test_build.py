@@ -107,6 +107,7 @@ def test_runtime_names_change_with_their_content(tmp_path):
 def test_corpus_builds(tmp_path):
     # Two corpus recipes put a value where it does not fit (issue 23): an image
     # "docker pull …" and "--max-model-len auto" as one argv word after a switch.
+    # Each has one certain reading (composer.buildtime.repair): a warning, and the recipe is built.
     # CI's run builds every eighth corpus recipe and the two with faults (2 CPU-minutes for all 156):
     # COMPOSER_FULL_TESTS=1 builds the whole corpus.
     faulty = {"models/MiniMaxAI/MiniMax-M3.yaml", "models/XiaomiMiMo/MiMo-V2.5-Pro.yaml"}
@@ -120,8 +121,10 @@ def test_corpus_builds(tmp_path):
             (source / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(CORPUS / f, source / f)
     summary = build.build(source, tmp_path / "corpus", keep_going=True, neighbours=0, precompress=False)
-    assert summary["recipes"] >= len(files) - len(faulty) and len(files) >= (150 if FULL else 20)
-    assert {e.file for e in summary["errors"]} <= faulty
+    assert summary["recipes"] == len(files) and len(files) >= (150 if FULL else 20)
+    assert summary["errors"] == []
+    assert faulty <= {w.file for w in summary["warnings"]}
+    assert (tmp_path / "corpus" / "MiniMaxAI" / "MiniMax-M3" / "index.html").is_file()
 
 
 def test_browser_zip_is_self_contained(tmp_path):

@@ -186,11 +186,10 @@ def test_our_recipes_are_clean_and_check_is_one_call(capsys):
 @pytest.mark.skipif(not CORPUS.exists(), reason="shared corpus not present")
 def test_corpus_findings_are_warnings_and_none_come_from_our_code():
     catalog, recipes, problems = validate(CORPUS, keep_going=True)
-    # issue 23: two corpus recipes put a value where it does not fit (errors); every other finding is a warning
-    errors = {p.file for p in problems if p.level == "error"}
-    assert errors <= {"models/MiniMaxAI/MiniMax-M3.yaml", "models/XiaomiMiMo/MiMo-V2.5-Pro.yaml"}
-    assert problems and all(p.level == "warning" for p in problems if p.file not in errors)
-    assert len(recipes) >= 150
+    # Every finding is a warning: the two values that did not fit their place (issue 23: an image
+    # "docker pull …", "--max-model-len auto" as one word) are read as meant (composer.buildtime.repair).
+    assert problems and all(p.level == "warning" for p in problems)
+    assert len(recipes) == len(recipe_paths(CORPUS)) >= 150
     for rid in [r for r in recipe_paths(CORPUS) if r in recipes]:
         ctx = make_context(rid, recipes[rid], catalog)
         for query in ("", "strategy=pd_cluster", "hardware=mi355x"):

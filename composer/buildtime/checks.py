@@ -26,6 +26,7 @@ from composer.context import RecipeContext
 from composer.layers import TOPOLOGY_SOURCE
 from composer.buildtime.loader import RecipeError, RecipeLoadError, _validation_errors, catalog_validation_errors, load_catalog_data, load_recipe_data, recipe_paths, unsafe_recipe_files
 from composer.positions import check
+from composer.buildtime.repair import repair
 from composer.schema import Catalog, Recipe
 from composer.buildtime.validate import check_recipe_args, check_recipe_commands, check_recipe_positions, check_recipe_references, lint_recipe, unknown_keys_found, validate_catalog, validate_recipe
 
@@ -74,7 +75,7 @@ def check_recipe(recipes_dir: Path, rid: str, path: Path, catalog: Catalog, stri
     any problem is an error. Every problem names the file and key path."""
     rel = str(path.relative_to(recipes_dir))
     try:
-        data = load_recipe_data(recipes_dir, rid, path)
+        data, repairs = repair(load_recipe_data(recipes_dir, rid, path), strict)
         recipe = validate_recipe(data)
     except RecipeLoadError as exc:
         return None, exc.errors
@@ -83,7 +84,8 @@ def check_recipe(recipes_dir: Path, rid: str, path: Path, catalog: Catalog, stri
     # Unknown keys first: a misspelt key (compatible_strategy) is the cause of the
     # reference errors its absence brings (default_strategy … not offered).
     level = "error" if strict else "warning"
-    problems = [RecipeError(rel, key, message, level) for key, message, _ in unknown_keys_found(data)]
+    problems = [RecipeError(rel, key, message, "warning") for key, message in repairs]
+    problems += [RecipeError(rel, key, message, level) for key, message, _ in unknown_keys_found(data)]
     problems += check_references(rid, recipe, catalog, recipes_dir, strict)
     if any(p.level == "error" for p in problems):
         return None, problems

@@ -329,7 +329,9 @@ def load_recipe_data(root: Path, recipe_id: str, path: Path | None = None) -> di
 
 
 def load_recipe(root: Path, recipe_id: str) -> Recipe:
-    data = load_recipe_data(root, recipe_id)
+    from composer.buildtime.repair import repair
+
+    data, _ = repair(load_recipe_data(root, recipe_id))
     try:
         return validate_recipe(data)
     except ValidationError as exc:
