@@ -199,6 +199,12 @@ class Lever:
     concurrency: Optional[float]
 
 
+GEOMETRY_UNKNOWN = "the model's attention geometry is unknown"
+LENGTH_UNKNOWN = "the model's context length is unknown (no config.json max_position_embeddings, no recipe context_length)"
+NO_AUTO_FIT = ("--max-model-len auto finds no length that fits, and vLLM stops: \"Cannot auto-fit max_model_len: "
+               "not enough GPU memory available\" (v1/core/kv_cache_planning.py:1380-1384)")
+
+
 @dataclass(frozen=True)
 class Capacity:
     """Weights and KV cache of one replica on the GPUs that hold it.
@@ -233,6 +239,12 @@ class Capacity:
     assumptions: tuple[str, ...] = ()
     levers: tuple[Lever, ...] = ()
     world_size: int = 0
+    no_tokens_reason: str = ""
+    """Why ``kv_tokens`` is None (``GEOMETRY_UNKNOWN``, ``LENGTH_UNKNOWN``, ``NO_AUTO_FIT``)."""
+    auto_fit_from: int | None = None
+    """With ``--max-model-len auto`` (or -1): the model's length vLLM fits
+    down from; ``max_model_len`` is then the length it fits
+    (``auto_fit_length``)."""
     tokens_for: Optional[object] = field(default=None, compare=False, repr=False)
     """``(kv_gib) -> (tokens, concurrency)`` at the max-model-len in force (the
     block geometry of this capacity), for levers and fixes."""
@@ -269,6 +281,11 @@ class Capacity:
             return ()
         lines = [f"Model loading took {self.weights_gib:.2f} GiB memory",
                  f"Available KV cache memory: {self.kv_gib:.2f} GiB"]
+        if self.auto_fit_from and self.max_model_len:
+            lines.append(f"Auto-fit max_model_len: full model context length {self.auto_fit_from} fits in available KV "
+                         "cache memory" if self.max_model_len >= self.auto_fit_from else
+                         f"Auto-fit max_model_len: reduced from {self.auto_fit_from} to {self.max_model_len} to fit in "
+                         "available KV cache memory")
         if self.kv_tokens is not None and self.max_model_len and self.concurrency is not None:
             lines.append(f"GPU KV cache size: {self.kv_tokens:,} tokens, Maximum concurrency for "
                          f"{self.max_model_len:,} tokens per request: {self.concurrency:.2f}x")
@@ -290,17 +307,23 @@ class Capacity:
         if self.kv_gib <= 0:
             return text + ": no room for the KV cache."
         if self.kv_tokens is not None and self.concurrency is not None and self.max_model_len:
+            if self.auto_fit_from:
+                text += (f"; --max-model-len auto: vLLM fits {self.max_model_len:,} of the model's "
+                         f"{self.auto_fit_from:,} tokens" if self.max_model_len < self.auto_fit_from else
+                         f"; --max-model-len auto: the model's {self.auto_fit_from:,} tokens fit")
             text += (f": GPU KV cache size {self.kv_tokens:,} tokens{self.token_scope}, maximum concurrency for "
                      f"{self.max_model_len:,} tokens per request {self.concurrency:.2f}x")
             if self.context and self.context_concurrency is not None and self.context != self.max_model_len:
                 text += f" ({self.context_concurrency:.2f}x for {self.context:,})"
         else:
-            text += " (tokens not estimated: the model's attention geometry is unknown)"
+            text += f" (tokens not estimated: {self.no_tokens_reason or GEOMETRY_UNKNOWN})"
         text += "."
         if self.levers:
-            text += " Most change: " + "; ".join(
-                f"{lv.change} → {lv.kv_tokens:,} tokens, {lv.concurrency:.2f}x" if lv.kv_tokens is not None and lv.concurrency is not None
-                else f"{lv.change} → n/a" for lv in self.levers) + "."
+            # "X gives N tokens (Cx)", never "X → N": a reader took "--max-model-len 524,288 → 2,458,192 tokens"
+            # for a new max-model-len (a fresh user's finding)
+            text += " What changes it most: " + "; ".join(
+                f"{lv.change} gives {lv.kv_tokens:,} tokens ({lv.concurrency:.2f}x)" if lv.kv_tokens is not None and lv.concurrency is not None
+                else f"{lv.change}: not estimated" for lv in self.levers) + "."
         return text
 
     def check(self, scope: str, where: str, host_gib_per_node: float | None = None):
@@ -591,6 +614,17 @@ def capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, util:
     batches = ASYNC_BATCHES if max(1, lay.pp) == 1 else max(1, lay.pp)
     tokens = conc = ctx_conc = None
     fn = None
+    auto_from = None
+    why_none = "" if geo is not None else GEOMETRY_UNKNOWN
+    if geo is not None and mml is None and flags.max_model_len is not None:  # auto / -1
+        auto_from = _max_model_len(ctx, None, variant_id)[0]
+        if auto_from:
+            mml = auto_fit_length(geo, kv_gib, auto_from, flags.dcp, batched, batches) or None
+            notes.append(f"--max-model-len auto: vLLM fits the longest length whose one sequence the KV cache holds, "
+                         f"up to the model's {auto_from:,} (v1/core/kv_cache_planning.py:1337-1410)")
+            why_none = "" if mml else NO_AUTO_FIT
+    if geo is not None and not mml and not why_none:
+        why_none = LENGTH_UNKNOWN
     if geo is not None and mml:
         notes.extend(geo.assumptions)
         if flags.dcp > 1:
@@ -606,7 +640,33 @@ def capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, util:
         notes.append("the model's attention geometry is unknown: KV tokens are not estimated")
     return Capacity(weights, gpus, hbm, flags.util, usable, round(raw_gb, 1), 0.0, kv_gb, tokens, mml, explicit,
                     lay.token_scope, total, requested, w_gib, kv_gib, tuple(terms), conc, context, ctx_conc,
-                    tuple(notes), (), world, fn)
+                    tuple(notes), (), world, why_none, auto_from, fn)
+
+
+def auto_fit_length(geo: "KvGeometry", kv_gib: float, original: int, dcp: int, batched: int, batches: int) -> int:
+    """The ``max_model_len`` vLLM's auto-fit picks (``--max-model-len auto``
+    or -1): the largest length in [1, ``original``] (the model's derived
+    length) whose one sequence the KV cache of ``kv_gib`` GiB per GPU holds,
+    by vLLM's own binary search over whole tokens
+    (``v1/core/kv_cache_planning.py:97-149`` ``estimate_max_model_len``,
+    ``:1337-1410`` ``_auto_fit_max_model_len``); 0 when not even one token fits
+    (vLLM then stops: "Cannot auto-fit max_model_len")."""
+    if kv_gib <= 0 or original <= 0:
+        return 0
+
+    def fits(length: int) -> bool:
+        return geo.capacity(kv_gib, length, dcp, batched, batches)[1] >= 1.0
+
+    if not fits(1):
+        return 0
+    left, right, result = 1, original, 1
+    while left <= right:
+        mid = (left + right) // 2
+        if fits(mid):
+            result, left = mid, mid + 1
+        else:
+            right = mid - 1
+    return result
 
 
 def with_levers(cap: Capacity, extra: tuple[tuple[str, Capacity | None], ...] = ()) -> Capacity:
@@ -624,7 +684,7 @@ def with_levers(cap: Capacity, extra: tuple[tuple[str, Capacity | None], ...] = 
     for label, other in extra:
         if other is not None and other.kv_tokens is not None and other.concurrency is not None:
             out.append(Lever(label, other.kv_tokens, other.concurrency))
-    if cap.max_model_len > 8192:
+    if cap.max_model_len > 8192 and not cap.auto_fit_from:  # with auto, vLLM picks the length
         half = cap.max_model_len // 2
         t, c = fn(cap.kv_gib, half) if cap.kv_gib > 0 else (0, 0.0)  # type: ignore[operator]
         out.append(Lever(f"--max-model-len {half:,}", t, c))

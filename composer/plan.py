@@ -302,8 +302,8 @@ def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, noti
     flags = Flags.from_argv(cmd.argv, util)
     cap = capacity(ctx, lay, sel.hardware, sel.variant, util, sel.task, flags=flags, context=CONTEXTS[sel.context])
 
-    def at(layout=lay, f=flags):
-        return capacity(ctx, layout, sel.hardware, sel.variant, util, sel.task, flags=f)
+    def at(layout=lay, f=flags, **changes):  # changes: Flags fields (util=0.95)
+        return capacity(ctx, layout, sel.hardware, sel.variant, util, sel.task, flags=replace(f, **changes) if changes else f)
 
     fp8 = at(f=replace(flags, kv_dtype="fp8")) if cap.tokens_for is not None and (flags.kv_dtype or "auto") in (
         "auto", "bfloat16", "float16") else None
@@ -369,9 +369,17 @@ def _kv_capacity_notice(ctx, sel, lay, cap, scope, where, notices: Notices, fp8,
     base = pinned_request(ctx, sel)
     fits = fits_length(cap)
     fixes = []
-    if "max_model_len_auto" not in sel.advanced and "max_model_len_auto" in {k.id for k in ctx.advanced_knobs(sel.strategy)}:
-        fixes.append(Fix(f"--max-model-len auto (vLLM fits it: about {fits:,} tokens here)" if fits else
+    knobs = {k.id for k in ctx.advanced_knobs(sel.strategy)}
+    if "max_model_len_auto" not in sel.advanced and "max_model_len_auto" in knobs:
+        auto = at(max_model_len="auto").max_model_len  # vLLM's own auto-fit length (memory.auto_fit_length)
+        fixes.append(Fix(f"--max-model-len auto (vLLM fits it: about {auto:,} tokens here)" if auto else
                          "--max-model-len auto", base.with_values(advanced=[*sel.advanced, "max_model_len_auto"]).query()))
+    if cap.util < 0.95 and "gpu_mem_095" not in sel.advanced and "gpu_mem_095" in knobs:
+        # the gentlest change when it is enough (the capacity's "What changes it most" names it first): no accuracy cost
+        more_memory = at(util=0.95) if cap.tokens_for is not None else None
+        if more_memory is not None and more_memory.holds_one_sequence:
+            fixes.append(Fix(f"gpu-memory-utilization 0.95 ({more_memory.concurrency or 0:.2f}x)",
+                             base.with_values(advanced=[*sel.advanced, "gpu_mem_095"]).query()))
     if grow is not None:
         for n in range(lay.nodes + 1, MAX_NODES + 1):
             if layout_problem(ctx, grow(n), sel.variant) is not None:
@@ -384,7 +392,7 @@ def _kv_capacity_notice(ctx, sel, lay, cap, scope, where, notices: Notices, fp8,
                 break
     if scope == "deployment" and not any(f.label.endswith(" nodes") for f in fixes):
         fixes += _strategy_fixes(ctx, sel)  # no node count of this strategy holds it
-    if fp8 is not None and fp8.holds_one_sequence and "kv_fp8" not in sel.advanced and "kv_fp8" in {k.id for k in ctx.advanced_knobs(sel.strategy)}:
+    if fp8 is not None and fp8.holds_one_sequence and "kv_fp8" not in sel.advanced and "kv_fp8" in knobs:
         fixes.append(Fix(f"an fp8 KV cache ({fp8.concurrency or 0:.2f}x)",
                          base.with_values(advanced=[*sel.advanced, "kv_fp8"]).query()))
     how = "set by the command" if cap.max_model_len_explicit else "the model's context, which vLLM takes when the command sets none"
@@ -883,10 +891,17 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
         c = replace(c, docker_argv=tuple(d) if d else None, docker_text=run.docker_text(d) if d else None)
         text = form.command_text(c)
         commands[i] = replace(c, text=text, script=run.script(summary_text, c, text))
-    canon = canonical_request(ctx, sel)
+    canon, pinned_req = canonical_request(ctx, sel), pinned_request(ctx, sel)
+    if fallback is not None:
+        # The fallback's strategy and node count are derived, not chosen: the
+        # address and the options' queries leave them out, so the link
+        # recomputes them (the same plan) and a click elsewhere (another
+        # hardware) gets that hardware's recommendation instead of keeping a
+        # strategy nobody picked (a fresh user's finding: K3 H100 → B300 kept TP+PP).
+        canon, pinned_req = (r.with_values(strategy=None, nodes=None) for r in (canon, pinned_req))
     # The address bar pins every dimension once the query asks for anything
     # (a choice, or a link); a bare visit keeps its bare URL (composer.canonical).
-    pinned = pinned_request(ctx, sel).query()
+    pinned = pinned_req.query()
     shown = pinned if canon.values or req.values else ""
     run.install_notices(ctx, sel, notices)
     status = "error" if notices.has_error() else "ok"

@@ -604,7 +604,15 @@ def _of_kind(ctx: RecipeContext, sids: list[str], deploy: str, kinds: tuple[str,
 
 
 def fit_hint(ctx: RecipeContext, sel: Selection) -> str:
-    """What would fit instead: single nodes that hold the weights, or a node count."""
+    """What would fit instead, as one or two sentences ("" when the weights'
+    size is unknown): the first other multi-node strategy of the recipe that
+    serves here — a node count whose layout is valid and holds the weights
+    and one sequence of the max-model-len in force (``smallest_nodes``'
+    first pass, so the count named is the one the strategy would get) — and
+    the listed hardware one node of which holds the weights. A strategy that
+    would itself be a capacity error is never advised (a fresh user's finding:
+    Kimi K3 on H100 advised Multi-node TP, which cannot hold a 1M-token
+    sequence there)."""
     weights = ctx.weights_gb(sel.variant)
     if weights is None:
         return ""
@@ -612,9 +620,15 @@ def fit_hint(ctx: RecipeContext, sel: Selection) -> str:
             and ctx.hardware_block_reason(h, sel.variant) is None and ctx.fits_one_node(h, sel.variant)]
     hw = ctx.hw(sel.hardware)
     parts = []
-    multi = [s for s in ctx.strategies if ctx.strategy(s).deploy_type == "multi_node" and ctx.strategy_block_reason(s, sel.hardware) is None]
-    if multi:
-        parts.append(f"On {hw.display_name}, choose a multi-node strategy ({ctx.strategy_label(multi[0])}).")
+    for sid in ctx.strategies:
+        if sid == sel.strategy or ctx.strategy(sid).deploy_type != "multi_node" or ctx.strategy_block_reason(sid, sel.hardware):
+            continue
+        other = replace(sel, strategy=sid)
+        found = next((k for k in range(max(2, ctx.floor_nodes(sid, sel.hardware)), MAX_NODES + 1)
+                      if layout_ok(ctx, other, layout_for(ctx, other, k)) is None), None)
+        if found is not None:
+            parts.append(f"On {hw.display_name}, {ctx.strategy_label(sid)} on {found} nodes holds them.")
+            break
     if hold:
         parts.append(f"One node of {', '.join(hold)} holds {weights:g} GB.")
     return " ".join(parts)

@@ -249,9 +249,16 @@ def test_a_recommended_strategy_that_cannot_serve_gives_way(plan):
     p = plan("hardware=h100")
     assert p["status"] == "ok" and p["selection"]["strategy"] == "multi_node_tp_pp"
     [n] = [n for n in p["notices"] if n["code"] == "strategy-fallback"]
-    assert (n["old"], n["new"]) == ("multi_node_tp", "multi_node_tp_pp") and "strategy=multi_node_tp_pp" in p["url"]
+    assert (n["old"], n["new"]) == ("multi_node_tp", "multi_node_tp_pp")
     assert p["notices"][0] == n  # said first: the node count notice after it is the new strategy's (a fresh user's finding)
     assert plan(p["url"])["selection"] == p["selection"]
+    # The fallback's strategy and nodes are derived, not chosen: the link and the options leave them out, so
+    # B300 (or MI355X) after H100 gets its own verified single-node default, not TP+PP on 2 nodes (a fresh user's finding).
+    assert "strategy=" not in p["url"] and "nodes=" not in p["url"] and "strategy=" not in p["share_url"]
+    options = {o["id"]: o for o in p["options"]["hardware"]}
+    for hw in ("b300", "mi355x"):
+        assert plan(options[hw]["query"])["selection"]["strategy"] == plan(f"hardware={hw}")["selection"]["strategy"] == "single_node_tp"
+    assert not [o for o in p["options"]["features"] if "strategy=" in o["query"]]
     assert not [o for o in plan("")["options"]["hardware"] if o["disabled"]]
     assert plan("hardware=h100&strategy=multi_node_tp")["status"] == "error"
 
@@ -368,3 +375,29 @@ def test_instances_outside_a_kv_store_is_ignored_with_a_notice(plan):
     p = plan("hardware=b300&instances=3")
     assert "instances" not in p["selection"]
     assert any(n["code"] == "query-ignored" and "instances" in n["message"] for n in p["notices"])
+
+
+def test_a_capacity_hint_names_only_a_strategy_that_serves(plan, k3):
+    # A fresh user's finding: "Why 1 unavailable" on Kimi K3 H100 advised Multi-node TP, itself disabled there
+    # (it cannot hold a 1M-token sequence). Every hint "S on N nodes holds them" of a capacity error must name a
+    # plan that composes without an error.
+    import re
+
+    from composer.api import compose
+
+    labels = {k3.strategy_label(s): s for s in k3.strategies}
+    seen = 0
+    for query in ("hardware=h100", "hardware=h100&strategy=single_node_tp", "hardware=h200&strategy=single_node_tp",
+                  "hardware=mi300x&strategy=single_node_tp", "hardware=h100&strategy=multi_node_tp_dp"):
+        page = plan(query)
+        reasons = [o.get("reason") or "" for opts in page["options"].values() for o in opts]
+        reasons += [n["message"] for n in page["notices"]]
+        for text in reasons:
+            for m in re.finditer(r"On ([^,]+), (.+?) on (\d+) nodes holds them\.", text):
+                sid = labels[m.group(2)]
+                hw = next(h for h in k3.listed_hardware if k3.hw(h).display_name == m.group(1))
+                got = compose(k3, f"hardware={hw}&strategy={sid}&nodes={m.group(3)}", every_form=False)
+                assert got["status"] == "ok", (query, text, [n["message"] for n in got["notices"] if n["level"] == "error"])
+                seen += 1
+    assert seen >= 2
+    assert "Multi-node TP + PP on 4 nodes" in plan("hardware=h100&strategy=single_node_tp")["notices"][0]["message"]

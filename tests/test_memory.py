@@ -315,3 +315,53 @@ def test_the_default_keeps_a_verified_configuration_the_estimate_doubts(catalog)
     other = compose(_qwen(catalog, verified_h100=False), "hardware=h100", every_form=False)
     assert other["status"] == "ok" and other["selection"]["strategy"] != "single_node_tp"
     assert any(n["code"] == "strategy-fallback" for n in other["notices"])
+
+
+def test_max_model_len_auto_is_the_length_vllm_fits(catalog):
+    # A fresh user's finding (Qwen3-235B on H100): after the "--max-model-len auto" fix the capacity said
+    # "tokens not estimated: the model's attention geometry is unknown". With auto, vLLM fits the longest
+    # length whose one sequence the KV cache holds, up to the model's (kv_cache_planning.py:97-149, 1337-1410).
+    from composer.memory import auto_fit_length
+
+    ctx = _qwen(catalog, verified_h100=True)
+    doubted = compose(ctx, "hardware=h100", every_form=False)
+    [n] = [n for n in doubted["notices"] if n["code"] == "kv-capacity-disagrees"]
+    labels = [f["label"] for f in n["fixes"]]
+    auto = compose(ctx, "hardware=h100&advanced=max_model_len_auto", every_form=False)["capacity"][0]
+    before = doubted["capacity"][0]
+    assert auto["kv_tokens"] is not None and "geometry" not in auto["message"]
+    assert before["max_model_len"] > auto["max_model_len"] > 0.8 * before["max_model_len"]  # 0.89x of one sequence
+    assert auto["max_concurrency"] == 1.0 and not auto["max_model_len_explicit"]
+    assert f"Auto-fit max_model_len: reduced from {before['max_model_len']} to {auto['max_model_len']}" in "\n".join(auto["log"])
+    assert f"--max-model-len auto (vLLM fits it: about {auto['max_model_len']:,} tokens here)" in labels
+    # vLLM's binary search over whole tokens: the length fits and one more token does not
+    kv_more = compose(ctx, "hardware=h100&advanced=max_model_len_auto,gpu_mem_095", every_form=False)["capacity"][0]
+    assert kv_more["max_model_len"] > auto["max_model_len"]
+
+    class Geo:  # 1,000 tokens per GiB, one block per token
+        def capacity(self, kv, length, *_):
+            return int(kv * 1000), kv * 1000 / length
+
+    assert auto_fit_length(Geo(), 2.0, 5000, 1, 0, 0) == 2000 and auto_fit_length(Geo(), 9.0, 5000, 1, 0, 0) == 5000
+    assert auto_fit_length(Geo(), 0.0, 5000, 1, 0, 0) == 0
+
+
+def test_the_doubted_plan_offers_the_gentlest_fix_and_is_not_shown_as_an_error(catalog):
+    # Same finding: the fixes left out gpu-memory-utilization 0.95, which the capacity line itself showed holds
+    # one sequence (1.10x), and the page drew the capacity of a ready plan in the error colour.
+    from composer.render import environment
+    from jinja2 import FileSystemLoader
+
+    ctx = _qwen(catalog, verified_h100=True)
+    p = compose(ctx, "hardware=h100", every_form=False)
+    [n] = [n for n in p["notices"] if n["code"] == "kv-capacity-disagrees"]
+    [util] = [f for f in n["fixes"] if f["label"].startswith("gpu-memory-utilization 0.95")]
+    fixed = compose(ctx, util["query"], every_form=False)
+    assert fixed["status"] == "ok" and fixed["capacity"][0]["max_concurrency"] >= 1.0
+    assert "kv-capacity-disagrees" not in {x["code"] for x in fixed["notices"]}
+    assert "What changes it most: gpu-memory-utilization 0.95 gives " in p["capacity"][0]["message"]
+    env = environment(FileSystemLoader(str(ROOT / "site_src")))
+    macro = env.get_template("_macros.html").module.capacity_block
+    assert 'class="doubt"' in str(macro(p)) and 'class="nofit"' not in str(macro(p))
+    error = compose(_qwen(catalog, verified_h100=False), "hardware=h100&strategy=single_node_tp", every_form=False)
+    assert error["status"] == "error" and 'class="nofit"' in str(macro(error))
