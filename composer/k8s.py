@@ -922,11 +922,11 @@ def _mooncake(form: _Form, store, image, brand, fixed_env: dict, volumes: list, 
         data = {}
         for fname, tmpl in files.items():
             text = json.dumps(tmpl, indent=2)
-            for ph, value in placeholders.items():
-                text = text.replace("$" + ph, value)
+            # whole placeholders only: "$HEAD_IPS" is not "$HEAD_IP" followed by an S (composer.shell.PLACEHOLDER_RE)
+            text = PLACEHOLDER_RE.sub(lambda m: placeholders.get(m.group(0)[1:], m.group(0)), text)
             for m in sorted(set(PLACEHOLDER_RE.findall(text))):
-                text = text.replace(m, "")
                 notes.setdefault(("data", fname), []).append(_param_note(m[1:]) + " (empty here)")
+            text = PLACEHOLDER_RE.sub("", text)
             data[fname] = text + "\n"
         form.add({"apiVersion": "v1", "kind": "ConfigMap", "metadata": form.meta(name, "mooncake-config", notes),
                   "data": data}, notes)

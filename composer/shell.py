@@ -26,7 +26,10 @@ def quote(value: str) -> str:
     pos = 0
     for m in PLACEHOLDER_RE.finditer(value):
         out.append(_dq_escape(value[pos:m.start()]))
-        out.append(m.group(0))
+        # "$HEAD_IPs" would expand the shell variable HEAD_IPs (a shell name takes lower case too, POSIX
+        # XCU 2.6.2): a placeholder followed by a name character is written ${NAME} (an adversarial finding)
+        follows = value[m.end():m.end() + 1]
+        out.append("${" + m.group(0)[1:] + "}" if follows and (follows.isalnum() or follows == "_") else m.group(0))
         pos = m.end()
     out.append(_dq_escape(value[pos:]))
     return '"' + "".join(out) + '"'

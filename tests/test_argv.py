@@ -248,7 +248,8 @@ def test_composed_env_is_in_the_order_variables_were_first_set():
     assert replaced and len(set(rank.values())) > 5
 
 
-@pytest.mark.parametrize("word", ["$$A", "a$B$", "$HEAD_IP", "x'y\"z", "", "!$A`b`\\", "tab\there"])
+@pytest.mark.parametrize("word", ["$$A", "a$B$", "$HEAD_IP", "x'y\"z", "", "!$A`b`\\", "tab\there", "$HEAD_IPs",
+                                  "$A_b", "$A1x:$B", "${A}"])
 def test_quoted_words_read_back_as_a_posix_shell_reads_them(word):
     # Found by the hostile-values property (test_positions): "$$A" is written "\$$A" (a literal
     # dollar beside the live placeholder $A); shlex keeps that backslash, a POSIX shell drops it.
@@ -256,3 +257,16 @@ def test_quoted_words_read_back_as_a_posix_shell_reads_them(word):
 
     assert shellwords.split(quote(word)) == [word]
     assert shellwords.split(f"vllm serve m \\\n  --x {quote(word)}") == ["vllm", "serve", "m", "--x", word]
+
+
+def test_a_placeholder_before_a_name_character_is_braced_as_bash_reads_it():
+    # Adversarial finding: quote("$HEAD_IPs") wrote "$HEAD_IPs", which a shell expands as the variable HEAD_IPs.
+    import subprocess
+
+    from composer.shell import quote
+
+    # (a placeholder is $ and upper case, digits, _: "$A_b" is the placeholder $A_ and a "b")
+    env = {"HEAD_IP": "10.0.0.1", "HEAD_IPs": "WRONG", "A": "a", "A_": "u", "A_b": "WRONG", "PATH": "/usr/bin:/bin"}
+    for word, want in (("$HEAD_IPs", "10.0.0.1s"), ("$A_b", "ub"), ("x$A-$A", "xa-a"), ("$HEAD_IP", "10.0.0.1")):
+        got = subprocess.run(["bash", "-c", f"printf %s {quote(word)}"], env=env, capture_output=True, text=True).stdout
+        assert got == want, (word, quote(word), got)
