@@ -158,3 +158,28 @@ def test_cli_format_config_prints_every_file_and_script(k3, capsys):
     out = capsys.readouterr().out
     assert "# ==> head-node-0.yaml <==" in out and "# ==> node-1.yaml <==" in out
     assert "vllm serve --config head-node-0.yaml --master-addr $HEAD_IP" in out
+
+
+def test_cli_out_writes_the_files_the_page_downloads(k3, tmp_path, capsys):
+    # A fresh user's finding: --format config/slurm printed every file to stdout with headers only.
+    import os
+
+    from composer.api import compose
+    from composer.buildtime.cli import main
+
+    query = "hardware=h200&nodes=2&strategy=multi_node_tp"
+    for form in ("config", "slurm"):
+        out = tmp_path / form
+        assert main(["moonshotai/Kimi-K3", "--query", query, "--format", form, "--out", str(out)]) == 0
+        written = {p.name: p.read_text() for p in out.iterdir()}
+        listed = capsys.readouterr().out.split()
+        artifacts = compose(k3, f"{query}&install={form}", every_form=False)["output"]["artifacts"]
+        own = [a for a in artifacts if a["command"] is None] or artifacts
+        assert set(written) == {a["file_name"] for a in own} and len(written) >= (2 if form == "config" else 1)
+        for a in own:
+            assert written[a["file_name"]].rstrip("\n") == a["text"].rstrip("\n")
+            assert str(out / a["file_name"]) in listed
+            executable = os.access(out / a["file_name"], os.X_OK)
+            assert executable == a["file_name"].endswith((".sh", ".sbatch"))
+    assert main(["moonshotai/Kimi-K3", "--out", str(tmp_path / "x")]) == 2  # --out needs a form
+    assert "--out needs --format" in capsys.readouterr().err

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -77,12 +78,19 @@ def render_text(plan: dict, explain: bool = False) -> str:
     return "\n".join(out)
 
 
-def print_form(ctx, query: str, form_id: str) -> int:
+SAFE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\Z")
+"""A file name ``--out`` writes: one path segment, no leading dot."""
+
+
+def print_form(ctx, query: str, form_id: str, out_dir: Path | None = None) -> int:
     """``--format FORM``: the plan of ``query`` in output form ``form_id``
     (``composer.forms``): the form's own files (the Kubernetes manifests), or,
     for a form without any, every command's script, each after a
-    ``# ==> name <==`` line when there are several. Exit 2 with the reason on
-    stderr when the form cannot show this plan, else as for the plan."""
+    ``# ==> name <==`` line when there are several. With ``out_dir`` the
+    files are written there instead (created if missing; a file of the same
+    name is replaced; scripts executable), as the page's Download saves them,
+    and their paths are listed. Exit 2 with the reason on stderr when the form
+    cannot show this plan (or a file cannot be written), else as for the plan."""
     from composer.forms import form_block_reason
     from composer.query import parse_query
 
@@ -97,6 +105,21 @@ def print_form(ctx, query: str, form_id: str) -> int:
     if why or not files:
         print(f"error: {why or out['reason'] or 'the plan has no commands'}", file=sys.stderr)
         return 2
+    if out_dir is not None:
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            for a in files:
+                if not SAFE_FILE.match(a["file_name"]):
+                    raise OSError(f"refusing to write {a['file_name']!r}: not a plain file name")
+                target = out_dir / a["file_name"]
+                target.write_text(a["text"] if a["text"].endswith("\n") else a["text"] + "\n")
+                if target.suffix in (".sh", ".sbatch"):
+                    target.chmod(0o755)
+                print(f"wrote {target}")
+        except OSError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 1 if plan["status"] == "error" else 0
     for a in files:
         if len(files) > 1:
             sys.stdout.write(f"# ==> {a['file_name']} <==\n")
@@ -155,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
                          "files (" + "; ".join(f"{f.id}: {f.label}" for f in FORMS.values()) + "): its own files "
                          "(k8s: the manifests as multi-document YAML), else one script per command")
     ap.add_argument("--json", action="store_true", help="the same as --format json")
+    ap.add_argument("--out", type=Path, default=None, metavar="DIR",
+                    help="with --format FORM: write the form's files into DIR (as the page's Download saves them) "
+                         "instead of printing them")
     ap.add_argument("--explain", action="store_true", help="show which layer set every flag and env var")
     ap.add_argument("--recipes", type=Path, default=DEFAULT_RECIPES, help="recipes directory (default: recipes/)")
     ap.add_argument("--compare", default=None, metavar="QUERY",
@@ -186,8 +212,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare is not None:
         from composer.buildtime.import_cli import print_compare
         return print_compare(ctx, args.query, args.compare, fmt)
+    if args.out is not None and fmt not in FORMS:
+        print(f"error: --out needs --format with an output form ({', '.join(FORMS)})", file=sys.stderr)
+        return 2
     if fmt in FORMS:
-        return print_form(ctx, args.query, fmt)
+        return print_form(ctx, args.query, fmt, args.out)
     if fmt == "json":
         plan = {k: v for k, v in plan.items() if k != "options"}
         print(json.dumps(plan, indent=2))
