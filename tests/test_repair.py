@@ -5,7 +5,6 @@ finding, 2026-12-02) are kept here as tests."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
