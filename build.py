@@ -526,15 +526,34 @@ def index_facets(items: list[dict], hardware: dict[str, str]) -> list[dict]:
     ]
 
 
-def write_redirects(tmp: Path, env, entries: list[dict], base_path: str) -> None:
+def left_out(errors: list[RecipeError]) -> dict[str, list[str]]:
+    """``{recipe id: [problem, …]}`` of the recipes a ``--keep-going`` build
+    left out (each problem ``key: message``, at most three per recipe), from
+    the errors of files ``models/<org>/<repo>.yaml``: the index lists them and
+    ``404.html`` says why at their address, so the reason is not only in the
+    build log (a fresh user's finding)."""
+    out: dict[str, list[str]] = {}
+    for e in errors:
+        m = re.fullmatch(r"models/([A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*)\.yaml", e.file)
+        if m:
+            found = out.setdefault(m.group(1), [])
+            if len(found) < 3:
+                found.append(f"{e.key or '(top level)'}: {e.message}"[:400])
+    return out
+
+
+def write_redirects(tmp: Path, env, entries: list[dict], base_path: str, missing: dict[str, list[str]] | None = None) -> None:
     """``404.html`` (a static host serves it for any unknown path: its script
     sends a path in another case, or a variant's checkpoint id, to the recipe
-    page with the query kept) and a redirect stub at every exact checkpoint
+    page with the query kept; at the address of a recipe the build left out,
+    ``missing``, it says why) and a redirect stub at every exact checkpoint
     path (``/<org>/<name>-FP8/`` → the recipe with ``?variant=<key>``), never
     over a page of the site (``composer.buildtime.routes``)."""
     served = {e["id"]: [tuple(c) for c in e["checkpoints"]] for e in entries}
     routes = route_map(served)
-    (tmp / "404.html").write_text(env.get_template("404.html").render(base=base_path, routes_json=script_json(routes)))
+    gone = {rid.lower(): {"id": rid, "problems": problems} for rid, problems in (missing or {}).items()}
+    (tmp / "404.html").write_text(env.get_template("404.html").render(base=base_path, routes_json=script_json(routes),
+                                                                      left_out_json=script_json(gone)))
     stub = env.get_template("redirect.html")
     for mid, target in variant_routes(served).items():
         folder = tmp / mid
@@ -752,14 +771,17 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
             (tmp / rel).write_text(json.dumps(doc, separators=(",", ":")))
         index = env.get_template("index.html")
 
+        missing = left_out(errors)
+
         def render_index(items: list[dict], prefix: str, org: str | None) -> str:
-            return index.render(recipes=items, hardware=hardware, prefix=prefix, org=org, facets=index_facets(items, hardware))
+            return index.render(recipes=items, hardware=hardware, prefix=prefix, org=org, facets=index_facets(items, hardware),
+                                left_out={rid: p for rid, p in missing.items() if org is None or rid.startswith(org + "/")})
 
         (tmp / "index.html").write_text(render_index(entries, "", None))
         # /<org>/ lists that organisation's recipes (a directory listing otherwise).
         for org in sorted({e["id"].split("/")[0] for e in entries}):
             (tmp / org / "index.html").write_text(render_index([e for e in entries if e["id"].startswith(org + "/")], "../", org))
-        write_redirects(tmp, env, entries, base_path)
+        write_redirects(tmp, env, entries, base_path, missing)
         if precompress:
             write_precompressed(tmp / "runtime")
         _swap_into_place(tmp, out)

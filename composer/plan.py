@@ -413,29 +413,43 @@ def _kv_capacity_notice(ctx, sel, lay, cap, scope, where, notices: Notices, fp8,
 
 
 def _strategy_fixes(ctx, sel) -> list:
-    """Other multi-node strategies on this hardware whose resolved plan holds
-    one sequence of the max-model-len in force (e.g. TP+PP, whose stages split
-    the layers, where TP alone cannot: MLA's latent is held whole by every TP rank)."""
+    """Other strategies on this hardware whose resolved plan holds one
+    sequence of the max-model-len in force, at most one of each kind: for a
+    single-node plan, first another single-node strategy that uses more of the
+    node's GPUs (no more hardware: e.g. TEP on all 8 where the recipe's TP is 4;
+    an adversarial finding, MiniMax-M2 on H100 holds 6.31x so), then the first
+    multi-node one (e.g. TP+PP, whose stages split the layers, where TP alone
+    cannot: MLA's latent is held whole by every TP rank)."""
     from composer.canonical import resolved_selection, selection_values
     from composer.notices import Fix
     from composer.resolve import layout_ok
 
+    if ctx.hardware_block_reason(sel.hardware, sel.variant) is not None:
+        return []
+    single = ctx.strategy(sel.strategy).deploy_type == "single_node"
+    used = layout_for(ctx, sel, sel.nodes).used_per_node if single else 0
     out = []
-    for sid in ctx.strategies:
-        st = ctx.strategy(sid)
-        if sid == sel.strategy or st.deploy_type != "multi_node" or ctx.hardware_block_reason(sel.hardware, sel.variant) is not None:
-            continue
-        values = {k: v for k, v in selection_values(ctx, sel).items() if k != "nodes"}
-        values["strategy"] = sid
-        try:
-            other = resolved_selection(ctx, values)
-        except (KeyError, ValueError):
-            continue
-        if other.strategy != sid or layout_ok(ctx, other, layout_for(ctx, other, other.nodes)) is not None:
-            continue
-        out.append(Fix(f"{ctx.strategy_label(sid)} on {other.nodes} nodes",
-                       pinned_request(ctx, other).query()))
-        break
+    for kind in (("single_node", "multi_node") if single else ("multi_node",)):
+        for sid in ctx.strategies:
+            if sid == sel.strategy or ctx.strategy(sid).deploy_type != kind:
+                continue
+            values = {k: v for k, v in selection_values(ctx, sel).items() if k != "nodes"}
+            values["strategy"] = sid
+            try:
+                other = resolved_selection(ctx, values)
+            except (KeyError, ValueError):
+                continue
+            lay = layout_for(ctx, other, other.nodes)
+            if other.strategy != sid or layout_ok(ctx, other, lay) is not None:
+                continue
+            if kind == "single_node":
+                if lay.used_per_node <= used:
+                    continue
+                label = f"{ctx.strategy_label(sid)} on {lay.used_per_node} GPUs"
+            else:
+                label = f"{ctx.strategy_label(sid)} on {other.nodes} nodes"
+            out.append(Fix(label, pinned_request(ctx, other).query()))
+            break
     return out
 
 

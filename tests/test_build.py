@@ -3,6 +3,7 @@ writes nothing; the corpus of public recipes builds."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -163,9 +164,24 @@ def test_unreadable_recipe_files_are_reported_and_keep_going_builds_the_rest(tmp
     for i, (_content, words) in enumerate(UNREADABLE):
         assert any(str(e).startswith(f"models/moonshotai/Broken{i}.yaml") and words in str(e)
                    for e in info.value.errors), (i, words)
+    (recipes / "models" / "moonshotai" / "Hostile.yaml").write_text(
+        (recipes / "models" / "moonshotai" / "Kimi-K3.yaml").read_text().replace(
+            "model:\n", "model:\n  docker_image: '<script>alert(1)</script>'\n", 1))
     summary = build.build(recipes, tmp_path / "out", keep_going=True, neighbours=0, precompress=False)
-    assert summary["recipes"] == 3 and len(summary["errors"]) == len(UNREADABLE)
+    assert summary["recipes"] == 3 and len(summary["errors"]) >= len(UNREADABLE) + 1
     assert (tmp_path / "out" / "moonshotai" / "Kimi-K3" / "index.html").exists()
+    # What was left out is said on the site, not only in the build log (a fresh user's finding): the index
+    # lists each file with its problems, 404.html names them at the recipe's address; recipe text stays text.
+    index = (tmp_path / "out" / "index.html").read_text()
+    org_index = (tmp_path / "out" / "moonshotai" / "index.html").read_text()
+    for i in range(len(UNREADABLE)):
+        assert f"<code>models/moonshotai/Broken{i}.yaml</code>" in index and f"Broken{i}.yaml" in org_index
+    assert "models/moonshotai/Hostile.yaml" in index and "<script>alert" not in index
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in index and "model.docker_image" in index
+    page404 = (tmp_path / "out" / "404.html").read_text()
+    gone = json.loads(page404.split('<script type="application/json" id="left-out">')[1].split("</script>")[0])
+    assert gone["moonshotai/hostile"]["id"] == "moonshotai/Hostile" and "<script>" not in page404.split('id="left-out">')[1].split("</script>")[0]
+    assert any("model.docker_image" in p for p in gone["moonshotai/hostile"]["problems"])
 
 
 @pytest.mark.parametrize("where", ["recipes", "inside", "foreign"])

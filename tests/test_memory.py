@@ -365,3 +365,21 @@ def test_the_doubted_plan_offers_the_gentlest_fix_and_is_not_shown_as_an_error(c
     assert 'class="doubt"' in str(macro(p)) and 'class="nofit"' not in str(macro(p))
     error = compose(_qwen(catalog, verified_h100=False), "hardware=h100&strategy=single_node_tp", every_form=False)
     assert error["status"] == "error" and 'class="nofit"' in str(macro(error))
+
+
+@pytest.mark.skipif(not (ROOT.parent / "shared" / "upstream-recipes").exists(), reason="shared corpus not present")
+def test_a_single_node_shortfall_offers_the_single_node_strategy_that_uses_the_idle_gpus():
+    # Adversarial finding: corpus MiniMax-M2 on H100 runs TP 4 on 4 of 8 GPUs, 0.85x of one sequence; the fixes
+    # offered two nodes but not single-node TEP on all 8 GPUs of the same node (6.31x at the time).
+    corpus = ROOT.parent / "shared" / "upstream-recipes"
+    rid = "MiniMaxAI/MiniMax-M2"
+    ctx = make_context(rid, load_recipe(corpus, rid), load_catalog(corpus))
+    p = compose(ctx, "hardware=h100", every_form=False)
+    [n] = [n for n in p["notices"] if n["code"].startswith("kv-capacity")]
+    [tep] = [f for f in n["fixes"] if f["label"].endswith(" on 8 GPUs")]
+    fixed = compose(ctx, tep["query"], every_form=False)
+    assert fixed["selection"]["strategy"] != p["selection"]["strategy"] and fixed["selection"]["nodes"] == 1
+    assert fixed["status"] == "ok" and fixed["capacity"][0]["max_concurrency"] >= 1.0
+    assert not [x for x in fixed["notices"] if x["code"].startswith("kv-capacity")]
+    labels = [f["label"] for f in n["fixes"]]
+    assert labels.index(tep["label"]) < next(i for i, lab in enumerate(labels) if lab.endswith(" nodes"))  # no more hardware first

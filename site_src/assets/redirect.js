@@ -33,10 +33,29 @@
     path = location.pathname;  // a malformed %-escape: match it as it is
   }
   let hit = null;
-  if (path.toLowerCase().startsWith(base.toLowerCase())) {
-    const key = path.slice(base.length).replace(/\/index\.html?$/i, "").replace(/^\/+|\/+$/g, "").toLowerCase();
+  const inside = path.toLowerCase().startsWith(base.toLowerCase());
+  const key = inside ? path.slice(base.length).replace(/\/index\.html?$/i, "").replace(/^\/+|\/+$/g, "").toLowerCase() : null;
+  if (inside) {
     const routes = JSON.parse(data.textContent);
     hit = Object.prototype.hasOwnProperty.call(routes, key) ? routes[key] : null;
   }
-  if (hit) go(base + (hit.org || hit.id) + "/", hit.variant);  // otherwise the page says it is not found
+  if (hit) {
+    go(base + (hit.org || hit.id) + "/", hit.variant);
+    return;
+  }
+  // A recipe the build left out (build.py left_out): say why at its address, as text only.
+  const gone = document.getElementById("left-out");
+  const missing = gone && inside ? JSON.parse(gone.textContent || "{}") : {};
+  const entry = Object.prototype.hasOwnProperty.call(missing, key) ? missing[key] : null;
+  const said = document.getElementById("not-found");
+  if (entry && said) {
+    said.textContent = "The recipe " + entry.id + " is in the recipes directory but was not built: ";
+    const list = document.createElement("ul");
+    for (const problem of entry.problems) {
+      const li = document.createElement("li");
+      li.textContent = problem;
+      list.appendChild(li);
+    }
+    said.after(list);
+  }
 })();
