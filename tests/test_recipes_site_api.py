@@ -209,6 +209,10 @@ def test_strategies_and_taxonomy_are_served(site):
     assert "single_node_tp" in ids and all(s["deploy_type"] != "kv_store_lb" for s in strategies)
     assert get(base, "/strategies/single_node_tp.json")["id"] == "single_node_tp"
     assert "hardware_profiles" in get(base, "/taxonomy.json")
+    stores = get(base, "/kv_store.json")
+    assert stores and all(s["deploy_type"] == "kv_store_lb" for s in stores)
+    for s in stores:
+        assert get(base, f"/kv_store/{s['id']}.json") == s
     # The API sits next to the pages: every page and our own api/ are still there.
     for rid in dict(our_plans()):
         assert (out / rid / "index.html").is_file() and (out / "api" / f"{rid}.json").is_file()
@@ -217,3 +221,11 @@ def test_strategies_and_taxonomy_are_served(site):
 def test_public_api_paths_never_take_a_page_folder():
     ids = ["org/x", "org/x.json", "models.json/y", "strategies/z", "Org/Y"]
     assert public_api_ids(ids) == ["org/x.json", "Org/Y"]
+
+
+def test_every_top_level_name_of_the_public_api_is_reserved():
+    # a recipe org named after an API file or folder (kv_store, strategies) would be overwritten by it
+    from composer.buildtime.public_api import TOP_LEVEL
+    from composer.buildtime.routes import RESERVED
+
+    assert set(TOP_LEVEL) <= RESERVED

@@ -39,7 +39,7 @@ Compose = Callable[[RecipeContext, dict], dict]
 
 DROPPED = ("dependencies", "strategy_overrides", "compatible_strategies", "default_strategy")
 """Recipe keys the public site leaves out of ``/<hf_id>.json`` (semantics §13)."""
-TOP_LEVEL = ("models.json", "strategies.json", "taxonomy.json", "strategies")
+TOP_LEVEL = ("models.json", "strategies.json", "taxonomy.json", "strategies", "kv_store.json", "kv_store")
 """Top-level names this API writes: never a recipe organisation (``routes.RESERVED``)."""
 
 
@@ -186,10 +186,19 @@ def model_entry(entry: dict) -> dict:
 
 def catalog_files(catalog_data: dict) -> Iterator[tuple[str, object]]:
     """``/strategies.json`` (serving strategies: every deploy type but
-    ``kv_store_lb``), ``/strategies/<id>.json`` and ``/taxonomy.json`` from the
-    catalogue's JSON data (``validate.dump(catalog)``)."""
-    serving = {sid: s for sid, s in catalog_data["strategies"].items() if s.get("deploy_type") != "kv_store_lb"}
+    ``kv_store_lb``), ``/strategies/<id>.json``, ``/kv_store.json`` and
+    ``/kv_store/<id>.json`` (the KV-store deployments, semantics §13) and
+    ``/taxonomy.json`` from the catalogue's JSON data
+    (``validate.dump(catalog)``). ``/platforms.json`` and ``/quickstart/`` are
+    written by the public site only "if present": the recipe format has no
+    data for them."""
+    strategies = catalog_data["strategies"]
+    serving = {sid: s for sid, s in strategies.items() if s.get("deploy_type") != "kv_store_lb"}
+    stores = {sid: s for sid, s in strategies.items() if s.get("deploy_type") == "kv_store_lb"}
     yield "strategies.json", [{"id": sid, **s} for sid, s in serving.items()]
     for sid, s in serving.items():
         yield f"strategies/{sid}.json", {"id": sid, **s}
+    yield "kv_store.json", [{"id": sid, **s} for sid, s in stores.items()]
+    for sid, s in stores.items():
+        yield f"kv_store/{sid}.json", {"id": sid, **s}
     yield "taxonomy.json", catalog_data["taxonomy"]

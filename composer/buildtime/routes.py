@@ -22,7 +22,7 @@ from composer.schema import Recipe
 SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\Z")
 """One path segment a route may have: the recipe file names' rule (loader.SAFE_NAME)."""
 RESERVED = frozenset({"assets", "data", "api", "schema", "runtime", "404.html", "index.html",
-                      "models.json", "strategies.json", "taxonomy.json", "strategies"})
+                      "models.json", "strategies.json", "taxonomy.json", "strategies", "kv_store.json", "kv_store"})
 """Top-level names of the built site (the public site's API files among them,
 ``public_api.TOP_LEVEL``): never an org folder of a redirect stub."""
 
