@@ -95,13 +95,50 @@ def corpus_contexts():
 
 
 def selection_space(ctx):
-    """``_selection_space`` of ``ctx``, computed once per process."""
+    """``_selection_space`` of ``ctx``, computed once per run: kept on disk
+    (``SPACE_CACHE``) under a digest of everything it depends on, so the
+    pytest-xdist workers that walk the same recipe read it instead of each
+    composing its ~100 pages again (15–30 s per recipe and process)."""
     return iter(_space(ctx))
+
+
+SPACE_CACHE = ROOT / ".cache" / "test-selection-space"
+"""Where ``selection_space`` keeps its query lists (one JSON file per recipe and
+digest; a clean clone starts empty, the first worker fills it under a lock)."""
+
+
+def _digest(ctx) -> str:
+    """SHA-256 over the composer's sources and data, this module, and the
+    recipe's and catalogue's JSON: any change that could change the space."""
+    import hashlib
+    import json
+
+    from composer.buildtime.validate import dump
+
+    h = hashlib.sha256()
+    for path in sorted((ROOT / "composer").rglob("*")):
+        if path.is_file() and path.suffix in (".py", ".json", ".yaml"):
+            h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    h.update(Path(__file__).read_bytes())
+    h.update(json.dumps([ctx.recipe_id, dump(ctx.recipe), dump(ctx.catalog)], sort_keys=True, default=str).encode())
+    return h.hexdigest()[:20]
 
 
 @lru_cache(maxsize=8)
 def _space(ctx) -> tuple:
-    return tuple(_selection_space(ctx))
+    import json
+
+    import build
+
+    path = SPACE_CACHE / f"{ctx.recipe_id.replace('/', '--')}-{_digest(ctx)}.json"
+    with build._cache_locked(SPACE_CACHE):
+        if path.is_file():
+            return tuple(json.loads(path.read_text()))
+        queries = tuple(_selection_space(ctx))
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(list(queries)))
+        tmp.replace(path)
+        return queries
 
 
 def _selection_space(ctx):

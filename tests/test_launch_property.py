@@ -1,7 +1,8 @@
 """Issue 18's property: no plan with status ok breaks a rule vLLM 0.33.0
 enforces at start (``composer.launch``), over our recipes' selection space (the
 selections ``tests/golden.py`` characterizes: every default, every option of
-every default page, seeded click walks) and every option of every corpus
+every default page, seeded click walks; a third of them in CI's run,
+``golden.sampled``) and every option of every corpus
 recipe's default page; and every degraded start of an ok plan is said in a
 warning notice. Rules another step of the plan reports
 (``composer.plan.LAUNCH_ELSEWHERE``) are left out."""
@@ -15,7 +16,7 @@ import pytest
 from composer.api import compose, compose_page
 from composer.launch import check_plan
 from composer.plan import LAUNCH_ELSEWHERE
-from tests.golden import CORPUS, context, load
+from tests.golden import CORPUS, context, load, sampled
 from tests.plan_space import sample
 
 corpus = pytest.mark.skipif(not CORPUS.exists(), reason="shared corpus not present")
@@ -23,7 +24,7 @@ corpus = pytest.mark.skipif(not CORPUS.exists(), reason="shared corpus not prese
 
 def _ours() -> dict[str, list[str]]:
     out: dict[str, list[str]] = defaultdict(list)
-    for row in load():
+    for row in sampled(load(), 2):  # every default and the third block of 24 in three (all with COMPOSER_FULL_TESTS=1)
         if row["source"] == "ours":
             out[row["recipe"]].append(row["query"])
     return dict(out)

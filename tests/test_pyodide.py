@@ -112,9 +112,10 @@ def test_pyodide_pages_equal_cpython_byte_for_byte(snapshot, all_jobs, chunk):
         assert json.dumps(plan, sort_keys=True) == json.dumps(direct, sort_keys=True), job["query"]
 
 
-def test_worker_fragments_equal_the_prerendered_default(tmp_path):
-    out = tmp_path / "site"
-    build.build(ROOT / "recipes", out, precompress=False)
+def test_worker_fragments_equal_the_prerendered_default():
+    from tests.site_cache import shared_site
+
+    out = shared_site()
     catalog = load_catalog(ROOT / "recipes")
     for rid in recipe_paths(ROOT / "recipes"):
         recipe_text, catalog_text, _ = documents(ROOT / "recipes", rid, catalog)

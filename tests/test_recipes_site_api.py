@@ -87,8 +87,9 @@ def site(tmp_path_factory):
     a static host serves it; yields ``(base URL, folder)``."""
     import build
 
-    out = tmp_path_factory.mktemp("site") / "dist"
-    build.build(ROOT / "recipes", out, jobs=2, neighbours=0, precompress=False)
+    from tests.site_cache import shared_site
+
+    out = shared_site()
     class Quiet(build.StaticHostHandler):
         def log_message(self, *args):  # no access log in the test output
             pass

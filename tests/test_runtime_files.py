@@ -29,10 +29,10 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None or not (build.PYODI
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("rt") / "site"
-    build.build(ROOT / "recipes", out, precompress=False)  # the copies: test_big_runtime_files_have_…
-    return out
+def site() -> Path:
+    from tests.site_cache import shared_site
+
+    return shared_site()  # without the .gz/.br copies: test_big_runtime_files_have_… makes them on a small tree
 
 
 def page_json_block(html: str, element_id: str) -> dict:

@@ -3,11 +3,10 @@
 browsers here).
 
 Under pytest-xdist (``make test``) every worker is its own process: session
-fixtures run once per worker, so each worker builds its own site into its own
-temporary folder (``tmp_path_factory`` is per worker) and serves it on its own
-free port. The one thing the workers share is the Pyodide snapshot cache
-(``.cache/snapshots``), which ``build.make_snapshot`` writes by atomic renames
-and checks by digest on reading."""
+fixtures run once per worker, so each worker serves the site on its own free
+port. The site itself is built once per run and shared (``tests.site_cache``:
+the first worker builds it under a lock, the others wait and read it), as is
+the Pyodide snapshot cache (``.cache/snapshots``)."""
 
 from __future__ import annotations
 
@@ -35,11 +34,12 @@ def browser_type_launch_args(browser_type_launch_args):
 
 
 @pytest.fixture(scope="session")
-def site_dir(tmp_path_factory) -> Path:
-    """The site built from ``recipes/`` into this worker's temporary folder."""
-    out = tmp_path_factory.mktemp("site") / "dist"
-    build.build(ROOT / "recipes", out, precompress=False)
-    return out
+def site_dir() -> Path:
+    """The site built from ``recipes/``, once per run for every worker
+    (``tests.site_cache``): read it, never write into it."""
+    from tests.site_cache import shared_site
+
+    return shared_site()
 
 
 class _QuietHandler(build.StaticHostHandler):
