@@ -17,6 +17,7 @@ BOUNDS: dict[str, int] = {
     "resolve": 4096,        # query parameters → (Selection, notices): canonical links and options retry small dicts
     "plan-error": 1024,     # query parameters → the plan's first error (composer.plan.plan_error), for the controls
     "memory-flags": 1024,   # selection without node counts → (utilization, KV dtype, max-model-len)
+    "capacity": 2048,       # (layout, hardware, variant, task, memory flags, context) → the memory model's Capacity
     "owned-units": 256,     # feature id → the flag settings it owns
     "page-selection": 128,  # query → (Selection, canonical Request) of the worker's last plans, for its controls
     "memo": 2048,           # per RecipeContext method: arguments → answer

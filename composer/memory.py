@@ -565,9 +565,18 @@ def capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, util:
     """The memory model (module docstring) of one replica of ``lay`` on
     ``hw_id``. ``flags`` are the command's memory flags (else built from
     ``util``, ``kv_dtype``, ``max_model_len``: vLLM's defaults for the rest);
-    ``context`` a length to state the concurrency for as well."""
+    ``context`` a length to state the concurrency for as well.
+
+    Pure, so cached per recipe context (region ``capacity``): a page's
+    controls ask the same layouts again for every option they check."""
     if flags is None:
         flags = Flags(util=util, kv_dtype=kv_dtype, max_model_len=max_model_len)
+    return ctx.cache("capacity").get((lay, hw_id, variant_id, task, flags, context),
+                                     lambda: _capacity(ctx, lay, hw_id, variant_id, task, flags, context))
+
+
+def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task: str | None, flags: Flags,
+              context: int | None) -> Capacity:
     hw = ctx.hw(hw_id)
     gpus = lay.replica_gpus
     hbm = round(hw.gb_per_gpu * gpus, 1)
