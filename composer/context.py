@@ -228,6 +228,27 @@ class RecipeContext:
                     return value
         return self.variant(variant_id).vram_minimum_gb
 
+    def reason(self, key: str, flag: str | None = None) -> str:
+        """The recipe's reason for a value set at recipe key path ``key`` (and,
+        in an argv list, by ``flag``): its ``reasons`` entry for
+        ``key#flag``, else for ``key``, else for the nearest enclosing key
+        (``strategy_overrides.multi_node_tp_pp.extra_args`` → its strategy's
+        block); "" when it gives none, and for keys the recipe does not write
+        (``strategies/…``, ``composer:…``). Source: the recipe's YAML comments
+        (``composer.buildtime.comments``) or its own ``reasons``."""
+        said = self.recipe.reasons
+        if not said or not key or "/" in key or ":" in key:
+            return ""
+        if flag and f"{key}#{flag}" in said:
+            return said[f"{key}#{flag}"]
+        path = key
+        while path:
+            if path in said:
+                return said[path]
+            cut = max(path.rfind("."), path.rfind("["))
+            path = path[:cut] if cut > 0 else ""
+        return ""
+
     def model_id(self, variant_id: str, task: str | None = None) -> str:
         t = self.omni_task(task) if self.is_omni else None
         if t is not None and t.model_id:

@@ -28,7 +28,9 @@ class Replaced:
 class FlagSource:
     """Provenance of one flag of a command: ``flag`` as written (``--x`` or
     ``--no-x``), its canonical ``name``, vLLM's one-line ``help``, the ``value``
-    (None for a boolean), the layer and recipe key that set it, and what it replaced."""
+    (None for a boolean), the layer and recipe key that set it, what it
+    replaced, and ``why``: the recipe's own reason for it, its comment next to
+    that key ("" when it gives none; ``RecipeContext.reason``)."""
 
     flag: str
     name: str
@@ -37,17 +39,19 @@ class FlagSource:
     layer: str
     key: str
     replaced: tuple[Replaced, ...] = ()
+    why: str = ""
 
 
 @dataclass(frozen=True)
 class EnvSource:
-    """Provenance of one environment variable of a command."""
+    """Provenance of one environment variable of a command (``why`` as for ``FlagSource``)."""
 
     name: str
     value: str
     layer: str
     key: str
     replaced: tuple[Replaced, ...] = ()
+    why: str = ""
 
 
 @dataclass(frozen=True)

@@ -90,14 +90,16 @@ def describe_key(ctx: RecipeContext, path: KeyPath | None) -> str | None:
     return f"the recipe's {ctx.strategy_label(path.get('strategy') or '')} settings{role}{hw}"
 
 
-def _provenance(argv_entries: list[Entry], env) -> tuple[tuple[FlagSource, ...], tuple[EnvSource, ...]]:
+def _provenance(ctx: RecipeContext, argv_entries: list[Entry], env) -> tuple[tuple[FlagSource, ...], tuple[EnvSource, ...]]:
     flags = tuple(FlagSource(
         flag=e.unit.tokens()[0],
         name=e.unit.key, help=flag_help(e.unit.key), value=e.unit.value, layer=e.source.layer, key=e.source.key,
         replaced=tuple(Replaced(u.value if u.value is not None else ("on" if u.enabled else "off"), s.layer, s.key)
                        for u, s in e.replaced),
+        why=ctx.reason(e.source.key, e.unit.tokens()[0].split("=", 1)[0]),
     ) for e in argv_entries)
-    envs = tuple(EnvSource(k, v.value, v.source.layer, v.source.key, tuple(Replaced(val, s.layer, s.key) for val, s in v.replaced))
+    envs = tuple(EnvSource(k, v.value, v.source.layer, v.source.key, tuple(Replaced(val, s.layer, s.key) for val, s in v.replaced),
+                           why=ctx.reason(f"{v.source.key}.{k}"))
                  for k, v in env.entries.items())
     return flags, envs
 
@@ -267,7 +269,7 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
     if lite:
         return Command(role=spec.role, node_rank=spec.rank, pool=spec.pool, label=label, argv=tuple(argv), env=env,
                        command="", env_text="", text="")
-    flags, envs = _provenance(entries, env_b)
+    flags, envs = _provenance(ctx, entries, env_b)
     units = [e.unit.tokens() for e in entries]
     cmd = command_text(argv, units)
     text = (env_text(env) + "\n" + cmd) if env else cmd

@@ -598,6 +598,13 @@ class Recipe:
     omni: Optional[Omni] = None
     dependencies: Annotated[tuple[Dependency, ...], BeforeValidator(_none_to_empty_list)] = ()
     """Extra install steps shown with the install lines (``Dependency``)."""
+    reasons: Mapping[str, str] = field(default_factory=dict)
+    """Why a value is what it is, by recipe key path
+    (``strategy_overrides.multi_node_tp_pp``, ``…extra_args#--flag`` for one
+    flag of a list, ``…extra_env.NAME`` for one variable): the recipe's YAML
+    comments next to those keys (``composer.buildtime.comments``, filled in by
+    the loader) and any entry written here, which wins. Explain shows the
+    nearest one for each value (``RecipeContext.reason``)."""
     guide: str = ""
     """The recipe's guide in Markdown; rendered to HTML at build time only
     (``composer.buildtime.guide``: raw HTML escaped, unsafe links refused)."""

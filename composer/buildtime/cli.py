@@ -70,11 +70,15 @@ def render_text(plan: dict, explain: bool = False) -> str:
                 for r in f["replaced"]:
                     line += "  " + comment(f"(replaced {r['value']} from {r['layer']}: {r['key']})")
                 out.append(line)  # comment() keeps every explain line one line
+                if f.get("why"):
+                    out.append(comment(f"#       the recipe says: {f['why']}"))
             for e in c["env_provenance"]:
                 line = comment(f"#   {e['name']}={e['value']}  <- {e['layer']}: {e['key']}")
                 for r in e["replaced"]:
                     line += "  " + comment(f"(replaced {r['value']} from {r['layer']}: {r['key']})")
                 out.append(line)  # comment() keeps every explain line one line
+                if e.get("why"):
+                    out.append(comment(f"#       the recipe says: {e['why']}"))
     return "\n".join(out)
 
 

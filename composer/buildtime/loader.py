@@ -325,6 +325,13 @@ def load_recipe_data(root: Path, recipe_id: str, path: Path | None = None) -> di
         raise RecipeLoadError(errors)
     if not isinstance(data, dict):
         raise RecipeLoadError([RecipeError(str(path.relative_to(root)), "", f"must be a mapping of keys, not {type(data).__name__}")])
+    said = data.get("reasons", {})
+    if isinstance(said, dict):  # another type is the schema's error to report
+        from composer.buildtime.comments import comments
+
+        found = comments(path.read_text(encoding="utf-8"))
+        if found:
+            data = {**data, "reasons": {**found, **said}}
     return data
 
 
