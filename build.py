@@ -433,20 +433,61 @@ def recipe_api(ctx, recipe: Recipe, plan: dict) -> dict:
             "default_plan": api_plan(plan), "by_hardware": by_hw}
 
 
-def write_public_recipe(tmp: Path, ctx, recipe: Recipe) -> None:
+def write_public_recipe(tmp: Path, ctx, recipe: Recipe, recipe_ids=()) -> dict[str, dict]:
     """The public site's API files of one recipe (``composer.buildtime.public_api``):
-    ``/<id>.json`` and its ``hw/`` and ``strategies/`` subtree."""
+    ``/<id>.json`` and its ``hw/`` and ``strategies/`` subtree. Returns the
+    files of its promoted variants (``public_api.promoted_variants`` against
+    ``recipe_ids``), not written yet: ``{model id: {"variant", "files":
+    [(path, JSON text)]}}`` — two recipes may promote the same id, which only
+    the whole build can see (``write_promoted``)."""
     catalog = ctx.catalog
     data = dump(catalog)
-    files = public_api.recipe_files(
-        ctx, dump(recipe), lambda c, q: compose(c, q, every_form=False),
-        lambda c, q: compose_page(c, q)["options"],
-        lambda sid: {"id": sid, **data["strategies"].get(sid, {})},
-        lambda hw: {"id": hw, **data["taxonomy"]["hardware_profiles"][hw]})
-    for rel, doc in files:
+    recipe_data = dump(recipe)
+
+    def files_of(variant_key=None):
+        return public_api.recipe_files(
+            ctx, recipe_data, lambda c, q: compose(c, q, every_form=False),
+            lambda c, q: compose_page(c, q)["options"],
+            lambda sid: {"id": sid, **data["strategies"].get(sid, {})},
+            lambda hw: {"id": hw, **data["taxonomy"]["hardware_profiles"][hw]}, variant_key=variant_key)
+
+    for rel, doc in files_of():
         path = tmp / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(doc, separators=(",", ":")))
+    return {mid: {"variant": key, "label": ctx.variant_label(key),
+                  "files": [(rel, json.dumps(doc, separators=(",", ":"))) for rel, doc in files_of(key)]}
+            for key, mid in public_api.promoted_variants(ctx, recipe_ids).items()}
+
+
+def write_promoted(tmp: Path, entries: list[dict]) -> list[dict]:
+    """Write the promoted variants' API files that ``write_public_recipe``
+    returned (``entry["promoted"]``), except a model id two recipes promote
+    (in any case: which one is meant is unknowable); point each parent's
+    ``/<id>.json`` ``variants.<key>.json`` at its file (semantics §13:
+    "promoted variants are listed in the parent"). Returns their
+    ``/models.json`` rows."""
+    claims: dict[str, int] = {}
+    for e in entries:
+        for mid in e.get("promoted", {}):
+            claims[mid.lower()] = claims.get(mid.lower(), 0) + 1
+    rows = []
+    for e in entries:
+        promoted = {mid: p for mid, p in e.get("promoted", {}).items() if claims[mid.lower()] == 1}
+        if not promoted:
+            continue
+        parent_path = tmp / f"{e['id']}.json"
+        parent = json.loads(parent_path.read_text())
+        for mid, p in promoted.items():
+            for rel, text in p["files"]:
+                path = tmp / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+            parent.setdefault("variants", {}).setdefault(p["variant"], {})["json"] = f"/{mid}.json"
+            rows.append({**public_api.model_entry(e), "hf_id": mid, "title": f"{e['title']} · {p['label']}", "json": f"/{mid}.json",
+                         "url": f"/{e['id']}/?variant={p['variant']}", "parent": e["id"], "variant": p["variant"]})
+        parent_path.write_text(json.dumps(parent, separators=(",", ":")))
+    return rows
 
 
 def index_entry(ctx, recipe: Recipe, plan: dict) -> dict:
@@ -557,10 +598,10 @@ def write_redirects(tmp: Path, env, entries: list[dict], base_path: str, missing
     stub = env.get_template("redirect.html")
     for mid, target in variant_routes(served).items():
         folder = tmp / mid
-        if folder.exists():
+        if (folder / "index.html").exists() or folder.is_file():
             continue  # a page of the site (or an earlier stub) is never replaced
         prefix = "../" * (mid.count("/") + 1)
-        folder.mkdir(parents=True)
+        folder.mkdir(parents=True, exist_ok=True)  # a promoted variant's API subtree may be there (hw/)
         (folder / "index.html").write_text(stub.render(prefix=prefix, target=f"{prefix}{target['id']}/",
                                                        variant=target["variant"], model_id=mid, rid=target["id"]))
 
@@ -662,8 +703,7 @@ def _render_recipe(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
         path = tmp / sub / f"{rid}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    if rid in job["public_ids"]:
-        write_public_recipe(tmp, ctx, recipe)
+    promoted = write_public_recipe(tmp, ctx, recipe, job["paths"]) if rid in job["public_ids"] else {}
     prefix = "../" * (rid.count("/") + 1)
     data_url = f"{prefix}data/{rid}.json?h={_short_hash(recipe_text)}"
     files = {**runtime["files"], f"data/{rid}.json": sha256_hex(recipe_text.encode())}
@@ -675,7 +715,7 @@ def _render_recipe(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
                                                          header=header, guide_html=render_guide(recipe.guide))
     (tmp / rid).mkdir(parents=True, exist_ok=True)
     (tmp / rid / "index.html").write_text(html)
-    return rid, index_entry(ctx, recipe, plan), problems
+    return rid, {**index_entry(ctx, recipe, plan), "promoted": promoted}, problems
 
 
 def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | None = None, strict: bool = False,
@@ -761,11 +801,13 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         if errors and not keep_going:
             raise RecipeLoadError(errors)
         entries = sorted((entry for _, entry, _ in results if entry is not None), key=lambda e: e["title"].lower())
+        promoted_rows = write_promoted(tmp, entries)
+        entries = [{k: v for k, v in e.items() if k != "promoted"} for e in entries]
         hardware = hardware_labels(catalog.taxonomy.hardware_profiles)
         (tmp / "api" / "index.json").write_text(json.dumps({"recipes": entries, "hardware": hardware}, indent=1))
-        # The public site's API (composer.buildtime.public_api) beside our own.
+        # The public site's API (composer.buildtime.public_api) beside our own: parents, then promoted variants.
         (tmp / "models.json").write_text(json.dumps([public_api.model_entry(e) for e in entries
-                                                     if e["id"] in _JOB["public_ids"]], indent=1))
+                                                     if e["id"] in _JOB["public_ids"]] + promoted_rows, indent=1))
         for rel, doc in public_api.catalog_files(dump(catalog)):
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             (tmp / rel).write_text(json.dumps(doc, separators=(",", ":")))

@@ -151,8 +151,9 @@ def check_refused(res: subprocess.CompletedProcess) -> None:
 
 def test_the_converter_reads_every_rendering_of_our_recipes(site, converter, tmp_path):
     base, _ = site
-    models = get(base, "/models.json")
+    rows = get(base, "/models.json")
     ours = dict(our_plans())
+    models = [m for m in rows if "parent" not in m]
     assert sorted(m["hf_id"] for m in models) == sorted(public_api_ids(ours))
     counts = {"single": 0, "refused": 0, "runs": 0}
     refused_of: Counter = Counter()
@@ -230,3 +231,33 @@ def test_every_top_level_name_of_the_public_api_is_reserved():
     from composer.buildtime.routes import RESERVED
 
     assert set(TOP_LEVEL) <= RESERVED
+
+
+def test_promoted_variants_are_served_under_their_own_checkpoint_id(site, converter, tmp_path):
+    # semantics §13: /models.json lists promoted variants, /<variant model id>.json and its hw/ subtree serve
+    # the variant's plans, and the parent lists them; vLLM's converter finds a variant by its own id.
+    from composer.buildtime.public_api import promoted_variants
+
+    base, out = site
+    rows = {m["hf_id"]: m for m in get(base, "/models.json") if "parent" in m}
+    ours = dict(our_plans())
+    want = {mid: (rid, key) for rid, ctx in ours.items() for key, mid in promoted_variants(ctx, ours).items()}
+    assert set(rows) == set(want) and len(want) >= 2, (sorted(rows), sorted(want))
+    runs = 0
+    for mid, (rid, key) in want.items():
+        ctx = ours[rid]
+        assert (rows[mid]["parent"], rows[mid]["variant"]) == (rid, key) and rows[mid]["url"] == f"/{rid}/?variant={key}"
+        doc = get(base, f"/{mid}.json")
+        assert doc["hf_id"] == mid and (doc["parent"], doc["variant"]) == (rid, key)
+        assert get(base, f"/{rid}.json")["variants"][key]["json"] == f"/{mid}.json"
+        for hw, path in doc["recommended_command"]["by_hardware"].items():
+            assert path == f"/{mid}/hw/{hw}.json"
+            plan = compose(ctx, {"variant": key, "hardware": hw}, every_form=False)
+            rendering = get(base, path)
+            assert rendering["variant"] == key and rendering["summary"] == plan["summary"]
+            assert mid in (rendering.get("argv") or rendering.get("head_argv") or [])
+            if len(plan["commands"]) == 1 and runs < 3:
+                check_single(run(converter, tmp_path, "--api-base", base, "--model", mid, "--hardware", hw), tmp_path, plan)
+                runs += 1
+    assert runs >= 1
+    assert (out / "nvidia" / "Llama-3.3-70B-Instruct-FP4" / "index.html").is_file()  # the page's redirect stub stays

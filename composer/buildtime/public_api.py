@@ -121,16 +121,26 @@ def _extras(ctx: RecipeContext, plan: dict, dump_strategy, dump_hw) -> dict:
 
 
 def recipe_files(ctx: RecipeContext, recipe_data: dict, compose: Compose, page_options: Callable[[RecipeContext, dict], dict],
-                 dump_strategy: Callable[[str], dict], dump_hw: Callable[[str], dict]) -> Iterator[tuple[str, dict]]:
+                 dump_strategy: Callable[[str], dict], dump_hw: Callable[[str], dict],
+                 variant_key: str | None = None) -> Iterator[tuple[str, dict]]:
     """``(path without the leading /, JSON data)`` of every file of one recipe.
 
     ``recipe_data`` is the validated recipe as JSON data; ``compose(ctx,
     query)`` gives a plan (``composer.api.compose``) and ``page_options(ctx,
     query)`` the page's controls (``compose_page(…)["options"]``);
     ``dump_strategy`` / ``dump_hw`` give a strategy's or a hardware profile's
-    JSON data."""
-    rid = ctx.recipe_id
-    default = compose(ctx, {})
+    JSON data.
+
+    ``variant_key``: the files of a *promoted variant* instead (semantics §13:
+    a variant served under its own checkpoint id): ``/<model id>.json`` and
+    ``/<model id>/hw/<hw>.json``, every plan composed with ``variant=<key>``,
+    the document naming its ``parent`` recipe and ``variant``. Its renderings
+    carry no strategy alternatives (clients follow ``by_hardware``; the
+    parent's subtree has them), which keeps a corpus of ~140 promoted
+    variants cheap to build."""
+    rid = ctx.recipe_id if variant_key is None else ctx.model_id(variant_key)
+    base = {} if variant_key is None else {"variant": variant_key}
+    default = compose(ctx, base)
     default_hw = default["selection"]["hardware"]
     variant = default["selection"]["variant"]
     by_hw: dict[str, str] = {}
@@ -139,7 +149,7 @@ def recipe_files(ctx: RecipeContext, recipe_data: dict, compose: Compose, page_o
     for hw in ctx.listed_hardware:
         if ctx.hardware_block_reason(hw, variant):
             continue
-        plan = default if hw == default_hw else compose(ctx, {"hardware": hw})
+        plan = default if hw == default_hw else compose(ctx, {**base, "hardware": hw})
         if plan["selection"]["hardware"] != hw:
             continue  # the resolver moved the choice: not this hardware's rendering
         if plan["status"] != "ok":
@@ -147,7 +157,7 @@ def recipe_files(ctx: RecipeContext, recipe_data: dict, compose: Compose, page_o
             continue
         alternatives: dict[str, str] = {}
         legacy: dict[str, str] = {}
-        options = page_options(ctx, {"hardware": hw})
+        options = page_options(ctx, {"hardware": hw}) if variant_key is None else {}
         for opt in options.get("strategy", ()):
             sid = opt["id"]
             if opt["disabled"] or sid == plan["selection"]["strategy"]:
@@ -174,7 +184,33 @@ def recipe_files(ctx: RecipeContext, recipe_data: dict, compose: Compose, page_o
     inst = default["install"]
     model["install"] = {"pip": inst["pip"], "docker": inst["docker"], "extras": list(inst["extras"])}
     rest["model"] = model
+    if variant_key is not None:
+        rest = {"parent": ctx.recipe_id, "variant": variant_key, **rest}
     yield f"{rid}.json", {"hf_id": rid, "meta": recipe_data.get("meta", {}), "recommended_command": rec, **rest}
+
+
+def promoted_variants(ctx: RecipeContext, recipe_ids) -> dict[str, str]:
+    """``{variant key: model id}`` of the variants of ``ctx``'s recipe that the
+    public API serves under their own checkpoint id (semantics §13): a
+    variant whose ``model_id`` is a Hugging Face id other than the recipe's,
+    not a local path, not (in any case) the id of a recipe in
+    ``recipe_ids``, whose organisation is no top-level name of the site
+    (``routes.RESERVED``) and whose ``<id>.json`` is no recipe's page folder;
+    of variants sharing one model id, the first."""
+    from composer.buildtime.routes import RESERVED
+
+    ids = {r.lower() for r in recipe_ids}
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for key in ctx.recipe.variants:
+        mid = ctx.model_id(key)
+        low = mid.lower()
+        if (mid.startswith("/") or mid.count("/") != 1 or low == ctx.recipe_id.lower() or low in ids or low in taken
+                or mid.split("/")[0].lower() in RESERVED or (low + ".json") in ids):
+            continue
+        taken.add(low)
+        out[key] = mid
+    return out
 
 
 def model_entry(entry: dict) -> dict:
