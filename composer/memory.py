@@ -245,9 +245,15 @@ class Capacity:
     """With ``--max-model-len auto`` (or -1): the model's length vLLM fits
     down from; ``max_model_len`` is then the length it fits
     (``auto_fit_length``)."""
+    one_sequence: Optional[bool] = None
+    """Whether vLLM's start-up check passes: one sequence of ``max_model_len``
+    fits the pool less its null block (``KvGeometry.holds_one``); None when
+    the geometry or the length is unknown."""
     tokens_for: Optional[object] = field(default=None, compare=False, repr=False)
     """``(kv_gib) -> (tokens, concurrency)`` at the max-model-len in force (the
     block geometry of this capacity), for levers and fixes."""
+    holds_for: Optional[object] = field(default=None, compare=False, repr=False)
+    """``(kv_gib, length) -> bool``: ``KvGeometry.holds_one`` of this geometry."""
 
     @property
     def weights_fit(self) -> bool:
@@ -258,6 +264,8 @@ class Capacity:
         """Whether the KV cache holds one sequence of the max-model-len in force
         (True when either is unknown): vLLM refuses to start otherwise
         (``kv_cache_planning.py:50-87`` ``_check_enough_kv_cache_memory``)."""
+        if self.one_sequence is not None:
+            return self.one_sequence
         return self.concurrency is None or not self.max_model_len or self.concurrency >= 1.0
 
     @property
@@ -275,17 +283,21 @@ class Capacity:
         return None if self.weights_gb is None or not self.hbm_gb else self.weights_gb / self.hbm_gb
 
     def log_lines(self) -> tuple[str, ...]:
-        """What vLLM would print at start, per GPU, in its own words
-        (``gpu_worker.py:773`` and ``kv_cache_utils.py:1146-1153``)."""
+        """What vLLM would print at start, per GPU, in its own words and number
+        format (``format_gib``): ``gpu_model_runner.py:5089`` (the start of its
+        line: the load time is not estimated), ``gpu_worker.py:773``,
+        ``kv_cache_planning.py:1393-1410`` with ``--max-model-len auto`` and
+        ``kv_cache_utils.py:1146-1153``."""
         if self.kv_gib is None:
             return ()
-        lines = [f"Model loading took {self.weights_gib:.2f} GiB memory",
-                 f"Available KV cache memory: {self.kv_gib:.2f} GiB"]
+        kv = f"{format_gib(self.kv_gib)} GiB GPU"
+        lines = [f"Model loading took {format_gib(self.weights_gib)} GiB memory",
+                 f"Available KV cache memory: {format_gib(self.kv_gib)} GiB"]
         if self.auto_fit_from and self.max_model_len:
             lines.append(f"Auto-fit max_model_len: full model context length {self.auto_fit_from} fits in available KV "
-                         "cache memory" if self.max_model_len >= self.auto_fit_from else
+                         f"cache memory ({kv})" if self.max_model_len >= self.auto_fit_from else
                          f"Auto-fit max_model_len: reduced from {self.auto_fit_from} to {self.max_model_len} to fit in "
-                         "available KV cache memory")
+                         f"available KV cache memory ({kv})")
         if self.kv_tokens is not None and self.max_model_len and self.concurrency is not None:
             lines.append(f"GPU KV cache size: {self.kv_tokens:,} tokens, Maximum concurrency for "
                          f"{self.max_model_len:,} tokens per request: {self.concurrency:.2f}x")
@@ -341,6 +353,13 @@ class Capacity:
             log=self.log_lines(), levers=tuple(CapacityLever(lv.change, lv.kv_tokens, _r(lv.concurrency)) for lv in self.levers),
             assumptions=self.assumptions, host_kv_gib_per_node=host_gib_per_node,
             kv_tokens_per_dp_rank=bool(self.token_scope))
+
+
+def format_gib(gib: float | None) -> str:
+    """A GiB figure as vLLM logs it (``vllm/utils/mem_utils.py`` ``format_gib``:
+    ``round(bytes / GiB, 2)`` printed as Python prints a float, so ``10.5``,
+    not ``10.50``)."""
+    return "?" if gib is None else f"{round(gib, 2)}"
 
 
 def _r(x: float | None, nd: int = 2) -> float | None:
@@ -478,6 +497,14 @@ class KvGeometry:
         full = _cdiv(_cdiv(length, max(1, dcp)), self.block)
         slide = _cdiv(min(self.window - 1 + batches * batched, length), self.block) + 1 if gs else 0
         return gf * full + gs * slide + gl
+
+    def holds_one(self, kv_gib: float, length: int, dcp: int, batched: int, batches: int) -> bool:
+        """Whether one request of ``length`` tokens fits: vLLM checks it (and
+        auto-fits the length) against the pool less the null block the block
+        pool holds back for good (``kv_cache_planning.py:1533-1549``
+        ``check_memory``), so a pool of exactly one request's blocks is refused
+        although the logged concurrency says 1.00x."""
+        return kv_gib > 0 and self.num_blocks(kv_gib) - 1 >= self.blocks_per_request(length, dcp, batched, batches)
 
     def capacity(self, kv_gib: float, length: int, dcp: int, batched: int, batches: int) -> tuple[int, float]:
         """``(GPU KV cache size in tokens, maximum concurrency)`` for
@@ -622,7 +649,8 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
     geo = kv_geometry(facts, lay, flags.kv_dtype, flags.block_size)
     batches = ASYNC_BATCHES if max(1, lay.pp) == 1 else max(1, lay.pp)
     tokens = conc = ctx_conc = None
-    fn = None
+    fn = holds = None
+    one = None
     auto_from = None
     why_none = "" if geo is not None else GEOMETRY_UNKNOWN
     if geo is not None and mml is None and flags.max_model_len is not None:  # auto / -1
@@ -643,13 +671,17 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
             return _g.capacity(kv, length, flags.dcp, batched, batches)
 
         tokens, conc = fn(kv_gib) if kv_gib > 0 else (0, 0.0)
+        one = geo.holds_one(kv_gib, mml, flags.dcp, batched, batches)
+
+        def holds(kv: float, length: int = mml, _g=geo) -> bool:
+            return _g.holds_one(kv, length, flags.dcp, batched, batches)
         if context:
             ctx_conc = geo.capacity(kv_gib, context, flags.dcp, batched, batches)[1] if kv_gib > 0 else 0.0
     elif geo is None:
         notes.append("the model's attention geometry is unknown: KV tokens are not estimated")
     return Capacity(weights, gpus, hbm, flags.util, usable, round(raw_gb, 1), 0.0, kv_gb, tokens, mml, explicit,
                     lay.token_scope, total, requested, w_gib, kv_gib, tuple(terms), conc, context, ctx_conc,
-                    tuple(notes), (), world, why_none, auto_from, fn)
+                    tuple(notes), (), world, why_none, auto_from, one, fn, holds)
 
 
 def auto_fit_length(geo: "KvGeometry", kv_gib: float, original: int, dcp: int, batched: int, batches: int) -> int:
@@ -663,8 +695,8 @@ def auto_fit_length(geo: "KvGeometry", kv_gib: float, original: int, dcp: int, b
     if kv_gib <= 0 or original <= 0:
         return 0
 
-    def fits(length: int) -> bool:
-        return geo.capacity(kv_gib, length, dcp, batched, batches)[1] >= 1.0
+    def fits(length: int) -> bool:  # against the pool less the null block, as vLLM checks (KvGeometry.holds_one)
+        return geo.holds_one(kv_gib, length, dcp, batched, batches)
 
     if not fits(1):
         return 0
@@ -797,13 +829,13 @@ def fits_length(cap: Capacity) -> int | None:
     1,024) whose one sequence the KV cache of ``cap`` holds, or None when it
     holds none or the geometry is unknown (vLLM's own ``estimate_max_model_len``,
     ``kv_cache_planning.py:97-149``, searches the same way)."""
-    fn = cap.tokens_for
-    if fn is None or not cap.kv_gib or cap.kv_gib <= 0 or not cap.max_model_len:
+    holds = cap.holds_for
+    if holds is None or not cap.kv_gib or cap.kv_gib <= 0 or not cap.max_model_len:
         return None
     lo, hi = 0, max(1, cap.max_model_len // 1024)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if fn(cap.kv_gib, mid * 1024)[1] >= 1.0:  # type: ignore[operator]
+        if holds(cap.kv_gib, mid * 1024):  # type: ignore[operator]
             lo = mid
         else:
             hi = mid - 1

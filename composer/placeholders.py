@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from composer.outputs import Placeholder
-from composer.shell import PLACEHOLDER_RE
+from composer.shell import text_placeholders
 
 SHELL_VARIABLES = {"HOME", "PATH", "USER", "PWD"}
 """Set by the shell itself: never asked for."""
@@ -57,8 +57,7 @@ def placeholders(texts) -> tuple[Placeholder, ...]:
     client checks), in order of first use, with its meaning and an example."""
     seen: dict[str, None] = {}
     for text in texts:
-        for m in PLACEHOLDER_RE.finditer(text or ""):
-            name = m.group(0)[1:]
+        for name in text_placeholders(text or ""):  # $NAME and ${NAME} (composer.shell.quote)
             if name not in SHELL_VARIABLES:
                 seen.setdefault(name, None)
     return tuple(Placeholder(name, *describe(name)) for name in sorted(seen, key=_order))

@@ -358,6 +358,29 @@ def _verified_exactly(ctx: RecipeContext, sel: Selection) -> bool:
     return st.deploy_type == "single_node" and st.kind == RECOMMENDED_SINGLE[0]
 
 
+def _set_after_advanced(ctx: RecipeContext, sel: Selection, name: str, pool: str | None) -> bool:
+    """Whether a layer after Advanced (features, KV offload: ``composer.layers.TABLE``
+    order, seed "a later layer wins") sets the option ``name`` (canonical, e.g.
+    ``max-model-len``) in ``sel``'s command of ``pool``: then an Advanced knob
+    for it is no fix (an adversarial finding: Qwen3-235B's long_context sets
+    --max-model-len 1010000 over Advanced's auto)."""
+    from composer.argv import parse_tokens
+    from composer.layers import TABLE, Layer, Pick
+
+    seen_advanced = False
+    pick = Pick(ctx, sel, CommandSpec(pool, 0, (), pool) if pool else None)
+    for step in TABLE:
+        if isinstance(step, Layer) and step.seed == "advanced":
+            seen_advanced = True
+            continue
+        if not seen_advanced or not isinstance(step, Layer) or step.seed not in ("features", "kv_offload"):
+            continue
+        for path, value in step.pick(pick):
+            if path.kind == "args" and value and any(u.key == name for u in parse_tokens(list(value))):
+                return True
+    return False
+
+
 def _kv_capacity_notice(ctx, sel, lay, cap, scope, where, notices: Notices, fp8, grow, at) -> None:
     """The ``kv-capacity`` notice of a KV cache that holds less than one
     sequence of the max-model-len in force, with one-click fixes: vLLM's auto
@@ -371,7 +394,11 @@ def _kv_capacity_notice(ctx, sel, lay, cap, scope, where, notices: Notices, fp8,
     base = pinned_request(ctx, sel)
     fits = fits_length(cap)
     fixes = []
-    knobs = {k.id for k in ctx.advanced_knobs(sel.strategy)}
+    pool = scope if scope in POOLS else None
+    # a knob a later layer overrides changes nothing: no fix
+    knobs = {k.id for k in ctx.advanced_knobs(sel.strategy)} - {
+        knob for knob, name in (("max_model_len_auto", "max-model-len"), ("gpu_mem_095", "gpu-memory-utilization"),
+                                ("kv_fp8", "kv-cache-dtype")) if _set_after_advanced(ctx, sel, name, pool)}
     if "max_model_len_auto" not in sel.advanced and "max_model_len_auto" in knobs:
         auto = at(max_model_len="auto").max_model_len  # vLLM's own auto-fit length (memory.auto_fit_length)
         fixes.append(Fix(f"--max-model-len auto (vLLM fits it: about {auto:,} tokens here)" if auto else

@@ -18,7 +18,7 @@ from composer.argv import flag_value
 from composer.context import RecipeContext
 from composer.outputs import ClientChecks, Command, CompanionProcess, Install, InstallStep
 from composer.positions import PLACEHOLDER_ONLY, check
-from composer.shell import PLACEHOLDER_RE, command_text, comment, heredoc_body, quote, recipe_command, recipe_script
+from composer.shell import command_text, text_placeholders, comment, heredoc_body, quote, recipe_command, recipe_script
 
 
 def _install(line):
@@ -497,7 +497,7 @@ def script(plan_summary: str, cmd: Command | CompanionProcess, text: str) -> str
     gives its ``label``): checks that every placeholder is set, then runs
     ``text`` (its env exports and command, or install and command)."""
     assigned = set(re.findall(r"^(?:export\s+)?([A-Z][A-Z0-9_]*)=", text, re.M))  # set by the script itself
-    names = sorted(set(m.group(0)[1:] for m in PLACEHOLDER_RE.finditer(text)) - {"HOME"} - assigned)
+    names = sorted(set(text_placeholders(text)) - {"HOME"} - assigned)  # $NAME and ${NAME}
     lines = ["#!/usr/bin/env bash", f"# {comment(plan_summary)}", f"# {comment(cmd.label)}", "set -euo pipefail", ""]
     for name in names:
         lines.append(f': "${{{name}:?set {name} first (see the configurator page)}}"')

@@ -13,6 +13,14 @@ import re
 import shlex
 
 PLACEHOLDER_RE = re.compile(r"\$[A-Z][A-Z0-9_]*")
+TEXT_PLACEHOLDER_RE = re.compile(r"\$(?:\{([A-Z][A-Z0-9_]*)\}|([A-Z][A-Z0-9_]*))")
+"""A placeholder in shell *text*: ``$NAME``, or ``${NAME}`` where ``quote``
+braces it before a name character ("${HEAD_IP}s"); group 1 or 2 is the name."""
+
+
+def text_placeholders(text: str) -> list[str]:
+    """The placeholder names of shell ``text`` in order (``TEXT_PLACEHOLDER_RE``)."""
+    return [m.group(1) or m.group(2) for m in TEXT_PLACEHOLDER_RE.finditer(text or "")]
 _ONLY_PLACEHOLDER = re.compile(r"^\$[A-Z][A-Z0-9_]*\Z")
 
 

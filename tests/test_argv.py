@@ -270,3 +270,25 @@ def test_a_placeholder_before_a_name_character_is_braced_as_bash_reads_it():
     for word, want in (("$HEAD_IPs", "10.0.0.1s"), ("$A_b", "ub"), ("x$A-$A", "xa-a"), ("$HEAD_IP", "10.0.0.1")):
         got = subprocess.run(["bash", "-c", f"printf %s {quote(word)}"], env=env, capture_output=True, text=True).stdout
         assert got == want, (word, quote(word), got)
+
+
+def test_a_braced_placeholder_is_still_a_placeholder_everywhere(tmp_path):
+    # Adversarial finding: "$SERVED_NAMEv2" is written "${SERVED_NAME}v2", which the placeholder list, the
+    # script's guard and the page's fill-in (app.js phSubstitute) did not recognise.
+    from composer.api import compose, make_context
+    from composer.buildtime.loader import load_catalog
+    from tests.conftest import ROOT
+
+    import yaml
+
+    src = ROOT / "recipes" / "models" / "meta-llama" / "Llama-3.3-70B-Instruct.yaml"
+    data = yaml.safe_load(src.read_text())
+    data["model"]["base_args"] = list(data["model"].get("base_args") or []) + ["--served-model-name", "$SERVED_NAMEv2"]
+    ctx = make_context("meta-llama/Llama-3.3-70B-Instruct", data, load_catalog(ROOT / "recipes"))
+    plan = compose(ctx, "hardware=h200", every_form=False)
+    cmd = plan["commands"][0]
+    assert '"${SERVED_NAME}v2"' in cmd["text"]
+    assert "SERVED_NAME" in [p["name"] for p in plan["placeholders"]]
+    assert ': "${SERVED_NAME:?' in cmd["script"]
+    app = (ROOT / "site_src" / "assets" / "app.js").read_text()
+    assert "/\\$\\{([A-Z][A-Z0-9_]*)\\}/g" in app  # phSubstitute fills ${NAME} too

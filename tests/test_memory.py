@@ -332,18 +332,25 @@ def test_max_model_len_auto_is_the_length_vllm_fits(catalog):
     assert auto["kv_tokens"] is not None and "geometry" not in auto["message"]
     assert before["max_model_len"] > auto["max_model_len"] > 0.8 * before["max_model_len"]  # 0.89x of one sequence
     assert auto["max_concurrency"] == 1.0 and not auto["max_model_len_explicit"]
-    assert f"Auto-fit max_model_len: reduced from {before['max_model_len']} to {auto['max_model_len']}" in "\n".join(auto["log"])
+    log = "\n".join(auto["log"])
+    assert (f"Auto-fit max_model_len: reduced from {before['max_model_len']} to {auto['max_model_len']} to fit in "
+            f"available KV cache memory ({round(auto['kv_gib'], 2)} GiB GPU)") in log  # vLLM's words, its format_gib
+    assert f"Available KV cache memory: {round(auto['kv_gib'], 2)} GiB" in log
     assert f"--max-model-len auto (vLLM fits it: about {auto['max_model_len']:,} tokens here)" in labels
     # vLLM's binary search over whole tokens: the length fits and one more token does not
     kv_more = compose(ctx, "hardware=h100&advanced=max_model_len_auto,gpu_mem_095", every_form=False)["capacity"][0]
     assert kv_more["max_model_len"] > auto["max_model_len"]
 
-    class Geo:  # 1,000 tokens per GiB, one block per token
-        def capacity(self, kv, length, *_):
-            return int(kv * 1000), kv * 1000 / length
+    # One full-attention layer, 1 GiB = 128 blocks of 16 tokens. vLLM checks and auto-fits against the pool less
+    # its null block (kv_cache_planning.py:1533-1549): 127 blocks, 2,032 tokens — not the 2,048 the log's
+    # concurrency (all 128 blocks) would suggest (an adversarial finding).
+    from composer.memory import GIB, KvGeometry
 
-    assert auto_fit_length(Geo(), 2.0, 5000, 1, 0, 0) == 2000 and auto_fit_length(Geo(), 9.0, 5000, 1, 0, 0) == 5000
-    assert auto_fit_length(Geo(), 0.0, 5000, 1, 0, 0) == 0
+    geo = KvGeometry(full=1, sliding=0, linear=0, token_bytes=GIB / 2048, state_bytes=0, window=0, block=16)
+    assert geo.num_blocks(1.0) == 128 and geo.capacity(1.0, 2048, 1, 0, 0)[1] == 1.0
+    assert geo.holds_one(1.0, 2032, 1, 0, 0) and not geo.holds_one(1.0, 2033, 1, 0, 0)
+    assert auto_fit_length(geo, 1.0, 5000, 1, 0, 0) == 2032 and auto_fit_length(geo, 9.0, 5000, 1, 0, 0) == 5000
+    assert auto_fit_length(geo, 0.0, 5000, 1, 0, 0) == 0
 
 
 def test_the_doubted_plan_offers_the_gentlest_fix_and_is_not_shown_as_an_error(catalog):

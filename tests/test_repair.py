@@ -50,12 +50,12 @@ def test_pulled_image_reads_only_docker_pull_of_an_image(value, image):
 
 
 def test_repair_never_changes_its_input_and_strict_repairs_nothing():
-    data = {"model": {"base_args": ["--a", "--max-model-len auto"], "docker_image": "docker pull x/y:1"}}
+    data = {"model": {"base_args": ["--trust-remote-code", "--max-model-len auto"], "docker_image": "docker pull x/y:1"}}
     fixed, notes = repair(data)
-    assert data["model"]["base_args"] == ["--a", "--max-model-len auto"]
-    assert fixed["model"]["base_args"] == ["--a", "--max-model-len", "auto"]
+    assert data["model"]["base_args"] == ["--trust-remote-code", "--max-model-len auto"]
+    assert fixed["model"]["base_args"] == ["--trust-remote-code", "--max-model-len", "auto"]
     assert fixed["model"]["docker_image"] == "x/y:1"
-    assert [k for k, _ in notes] == ["model.base_args", "model.docker_image"]
+    assert [k for k, _ in notes] == ["model.base_args[1]", "model.docker_image"]
     assert repair(data, strict=True) == (data, [])
     same, none = repair({"model": {"base_args": ["--a", "1"]}})
     assert none == [] and same == {"model": {"base_args": ["--a", "1"]}}
@@ -71,7 +71,7 @@ def test_brand_maps_and_hardware_blocks_are_repaired_where_they_are():
     assert block == {"docker_image": "r/y:3", "extra_args": ["--attention-backend", "ROCM_AITER_FA"]}
     assert {k for k, _ in notes} == {"model.docker_image.amd", "model.docker_image.nvidia.cu130",
                                      "variants.v.hardware_overrides.mi300x.docker_image",
-                                     "variants.v.hardware_overrides.mi300x.extra_args"}
+                                     "variants.v.hardware_overrides.mi300x.extra_args[0]"}
 
 
 def test_a_repaired_recipe_is_a_warning_with_its_key_path_and_an_error_when_strict(tmp_path):
@@ -83,7 +83,7 @@ def test_a_repaired_recipe_is_a_warning_with_its_key_path_and_an_error_when_stri
     assert recipe_errors(recipes) == []
     catalog, good, problems = validate(recipes)
     mine = {(p.key, p.level) for p in problems if p.file == K3_FILE}
-    assert {("model.base_args", "warning"), ("model.docker_image", "warning")} <= mine
+    assert ("model.docker_image", "warning") in mine and any(k.startswith("model.base_args[") for k, _ in mine)
     plan = compose(make_context("moonshotai/Kimi-K3", good["moonshotai/Kimi-K3"], catalog), "hardware=h200&install=docker")
     argv = plan["commands"][0]["argv"]
     assert argv[argv.index("--max-num-seqs") + 1] == "64" and "--max-num-seqs 64" not in argv
@@ -91,7 +91,7 @@ def test_a_repaired_recipe_is_a_warning_with_its_key_path_and_an_error_when_stri
     with pytest.raises(RecipeLoadError) as info:
         validate(recipes, strict=True)
     keys = {e.key for e in info.value.errors if e.file == K3_FILE}
-    assert {"model.base_args", "model.docker_image"} <= keys
+    assert "model.docker_image" in keys and any(k.startswith("model.base_args") for k in keys)
 
 
 def test_a_value_without_one_reading_stays_an_error(tmp_path):
@@ -108,7 +108,7 @@ def test_the_corpus_recipes_once_left_out_are_built(rid, key, flag_or_image):
     catalog = load_catalog(CORPUS)
     recipe, problems = check_recipe(CORPUS, rid, recipe_paths(CORPUS)[rid], catalog)
     assert recipe is not None, [str(p) for p in problems]
-    assert any(p.key == key and p.level == "warning" for p in problems)
+    assert any(p.key.startswith(key) and p.level == "warning" for p in problems)
     ctx = make_context(rid, recipe, catalog)
     if flag_or_image.startswith("--"):
         argv = compose(ctx, "", every_form=False)["commands"][0]["argv"]
@@ -117,3 +117,19 @@ def test_the_corpus_recipes_once_left_out_are_built(rid, key, flag_or_image):
         hw = key.split(".")[3]
         plan = compose(ctx, f"hardware={hw}&variant=mxfp8&install=docker")
         assert plan["install"]["image"] == flag_or_image, plan["install"]
+
+
+@pytest.mark.parametrize("tokens, repaired", [
+    (["--trust-remote-code", "--max-model-len auto"], ["--trust-remote-code", "--max-model-len", "auto"]),
+    # argparse reads a word with a blank as the value of an option that takes one: that reading, no repair
+    (["--served-model-name", "--max-model-len auto"], None),
+    # the words would not start: a switch and a stray word
+    (["--enforce-eager evil/model"], None),
+    (["--max-model-len 128k", "--enforce-eager"], ["--max-model-len", "128k", "--enforce-eager"]),
+])
+def test_a_split_needs_one_reading_and_words_vllm_accepts(tokens, repaired):
+    # Adversarial findings: both refused cases were built as pages whose command vLLM rejects.
+    data = {"model": {"base_args": tokens}}
+    fixed, notes = repair(data)
+    assert fixed["model"]["base_args"] == (repaired or tokens)
+    assert [k for k, _ in notes] == ([f"model.base_args[{tokens.index(next(t for t in tokens if ' ' in t))}]"] if repaired else [])

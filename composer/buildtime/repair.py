@@ -64,6 +64,38 @@ def split_word(token: Any) -> tuple[str, ...] | None:
     return words
 
 
+def _value_of_previous(tokens: list, i: int) -> bool:
+    """Whether argparse reads ``tokens[i]`` (a word with a blank) as the value
+    of the option before it: a word with a blank is never an option string
+    (``_parse_optional``), so an option that takes a value consumes it
+    (``["--served-model-name", "--max-model-len auto"]`` names the model
+    "--max-model-len auto"). Options are read from vLLM's table
+    (``composer.vllm_cli``); an unknown one counts as taking a value (the
+    reading is then not certain)."""
+    from composer import vllm_cli
+
+    prev = tokens[i - 1] if i > 0 else None
+    if not isinstance(prev, str) or not is_flag_token(prev) or "=" in prev:
+        return False
+    name, sense = vllm_cli.canonical(prev)
+    opt = vllm_cli.OPTIONS.get(name or "") or vllm_cli.OMNI_OPTIONS.get(name or "")
+    return opt is None or (sense is None and opt["kind"] not in ("bool", "flag"))
+
+
+def _starts_cleanly(words: tuple[str, ...]) -> bool:
+    """Whether the split words are one option vLLM accepts with its value
+    (``vllm_cli.check_unit`` finds no error): ``"--enforce-eager evil/model"``
+    splits into a switch and a stray word, which is no repair."""
+    from composer import vllm_cli
+    from composer.argv import ArgvError, parse_tokens
+
+    try:
+        units = parse_tokens(list(words))
+    except ArgvError:
+        return False
+    return all(not [f for f in vllm_cli.check_unit(u.key, u.value, u.enabled) if f.level == "error"] for u in units)
+
+
 def pulled_image(value: Any) -> str | None:
     """The image of a ``docker pull IMAGE`` value when IMAGE is an image
     reference (``composer.positions`` ``image``), else None."""
@@ -104,10 +136,12 @@ def repair(data: dict, strict: bool = False) -> tuple[dict, list[tuple[str, str]
         i = 0
         while i < len(tokens):
             words = split_word(tokens[i])
+            if words and (_value_of_previous(tokens, i) or not _starts_cleanly(words)):
+                words = None  # another reading exists, or the words would not start: no repair
             if words:
-                notes.append((path, f"{tokens[i]!r} is one argv word with a blank in it, which vLLM's parser would "
-                                    f"read as a positional argument (argparse), not as {words[0]}; read as the "
-                                    f"words {' '.join(words)}"))
+                notes.append((f"{path}[{i}]", f"{tokens[i]!r} is one argv word with a blank in it, which vLLM's parser "
+                                             f"would read as a positional argument (argparse), not as {words[0]}; "
+                                             f"read as the words {' '.join(words)}"))
                 tokens[i:i + 1] = list(words)
                 i += len(words)
             else:

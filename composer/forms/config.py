@@ -89,9 +89,19 @@ def _has_negative(key: str) -> bool:
 
 def config_file(cmd: Command) -> Optional[ConfigFile]:
     """The config file of ``cmd``, or None when it is not ``vllm serve MODEL
-    …`` (the router). Pure; the argv is the plan's, already checked."""
+    …`` (the router). Pure; the argv is the plan's, already checked — and
+    checked again here (``composer.positions``, as every form does): vLLM
+    turns each file entry back into ``--key value`` argv
+    (``FlexibleArgumentParser.load_config_file``), so a value that would read
+    as an option there, or a model that is no positional, gets no file
+    (None: the command stays on the command line, where the plan's own
+    checks refuse it)."""
+    from composer.positions import check
+
     argv = list(cmd.argv)
-    if argv[:2] != ["vllm", "serve"] or len(argv) < 3 or argv[2].startswith("-"):
+    if argv[:2] != ["vllm", "serve"] or len(argv) < 3 or check(argv[2], "positional") is not None:
+        return None
+    if any(u.value is not None and check(u.value, "option") for u in parse_tokens(argv[3:])):
         return None
     data: dict[str, Any] = {"model": argv[2]}
     cli: list[str] = []

@@ -34,7 +34,7 @@ from typing import Optional
 
 from composer.forms import FormInput, OutputForm
 from composer.outputs import Artifact, Command
-from composer.shell import PLACEHOLDER_RE, comment
+from composer.shell import comment, text_placeholders
 
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -64,8 +64,8 @@ def _host_names(pool: Optional[str], nodes: int) -> dict[str, str]:
 def _placeholders(cmds: list[Command]) -> list[str]:
     names: dict[str, None] = {}
     for c in cmds:
-        for m in PLACEHOLDER_RE.finditer(c.env_text + "\n" + c.command):
-            names.setdefault(m.group(0)[1:], None)
+        for name in text_placeholders(c.env_text + "\n" + c.command):  # $NAME and ${NAME}
+            names.setdefault(name, None)
     return [n for n in names if n not in ("HOME", "PATH", "USER", "PWD")]
 
 

@@ -282,9 +282,11 @@
     return out;
   }
   function phSubstitute(text, vals) {
-    // ${NAME:-fallback} (a companion's default) and $NAME, whole names only.
+    // ${NAME:-fallback} (a companion's default), ${NAME} (quoted before a name character: "${HEAD_IP}s")
+    // and $NAME, whole names only.
     return text
       .replace(/\$\{([A-Z][A-Z0-9_]*):-[^}"'`$]*\}/g, (m, name) => (vals.has(name) ? vals.get(name) : m))
+      .replace(/\$\{([A-Z][A-Z0-9_]*)\}/g, (m, name) => (vals.has(name) ? vals.get(name) : m))
       .replace(/\$([A-Z][A-Z0-9_]*)/g, (m, name) => (vals.has(name) ? vals.get(name) : m));
   }
   function applyPlaceholders() {
