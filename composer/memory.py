@@ -245,15 +245,12 @@ class Capacity:
     """With ``--max-model-len auto`` (or -1): the model's length vLLM fits
     down from; ``max_model_len`` is then the length it fits
     (``auto_fit_length``)."""
-    one_sequence: Optional[bool] = None
-    """Whether vLLM's start-up check passes: one sequence of ``max_model_len``
-    fits the pool less its null block (``KvGeometry.holds_one``); None when
-    the geometry or the length is unknown."""
     tokens_for: Optional[object] = field(default=None, compare=False, repr=False)
     """``(kv_gib) -> (tokens, concurrency)`` at the max-model-len in force (the
     block geometry of this capacity), for levers and fixes."""
     holds_for: Optional[object] = field(default=None, compare=False, repr=False)
-    """``(kv_gib, length) -> bool``: ``KvGeometry.holds_one`` of this geometry."""
+    """``(kv_gib, length) -> bool``: ``KvGeometry.holds_one`` of this geometry
+    at the max-model-len in force (vLLM's start-up check, null block held back)."""
 
     @property
     def weights_fit(self) -> bool:
@@ -264,8 +261,8 @@ class Capacity:
         """Whether the KV cache holds one sequence of the max-model-len in force
         (True when either is unknown): vLLM refuses to start otherwise
         (``kv_cache_planning.py:50-87`` ``_check_enough_kv_cache_memory``)."""
-        if self.one_sequence is not None:
-            return self.one_sequence
+        if self.holds_for is not None and self.kv_gib is not None:
+            return self.holds_for(self.kv_gib)  # type: ignore[operator]
         return self.concurrency is None or not self.max_model_len or self.concurrency >= 1.0
 
     @property
@@ -650,7 +647,6 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
     batches = ASYNC_BATCHES if max(1, lay.pp) == 1 else max(1, lay.pp)
     tokens = conc = ctx_conc = None
     fn = holds = None
-    one = None
     auto_from = None
     why_none = "" if geo is not None else GEOMETRY_UNKNOWN
     if geo is not None and mml is None and flags.max_model_len is not None:  # auto / -1
@@ -671,7 +667,6 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
             return _g.capacity(kv, length, flags.dcp, batched, batches)
 
         tokens, conc = fn(kv_gib) if kv_gib > 0 else (0, 0.0)
-        one = geo.holds_one(kv_gib, mml, flags.dcp, batched, batches)
 
         def holds(kv: float, length: int = mml, _g=geo) -> bool:
             return _g.holds_one(kv, length, flags.dcp, batched, batches)
@@ -681,7 +676,7 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
         notes.append("the model's attention geometry is unknown: KV tokens are not estimated")
     return Capacity(weights, gpus, hbm, flags.util, usable, round(raw_gb, 1), 0.0, kv_gb, tokens, mml, explicit,
                     lay.token_scope, total, requested, w_gib, kv_gib, tuple(terms), conc, context, ctx_conc,
-                    tuple(notes), (), world, why_none, auto_from, one, fn, holds)
+                    tuple(notes), (), world, why_none, auto_from, fn, holds)
 
 
 def auto_fit_length(geo: "KvGeometry", kv_gib: float, original: int, dcp: int, batched: int, batches: int) -> int:

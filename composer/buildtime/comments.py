@@ -65,9 +65,14 @@ def comments(text: str) -> dict[str, str]:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except (yaml.YAMLError, RecursionError, ValueError):
         return {}
+    return comments_of(root, text.splitlines())
+
+
+def comments_of(root: yaml.Node | None, lines: list[str]) -> dict[str, str]:
+    """``comments`` of an already composed node tree ``root`` and the text's
+    ``lines`` (the loader's own tree: the file is parsed once)."""
     if not isinstance(root, yaml.MappingNode):
         return {}
-    lines = text.splitlines()
     found: dict[str, str] = {}
 
     def add(path: str, parts: list[str]) -> None:

@@ -160,7 +160,11 @@ def _alias_bombs(root, limit: int) -> list[str]:
     return out or ["(top level)"]
 
 
-def _read_yaml(path: Path, root: Path, errors: list[RecipeError]):
+def _read_yaml(path: Path, root: Path, errors: list[RecipeError], reasons: dict | None = None):
+    """The YAML document of ``path`` (None, with ``errors``, when it cannot be
+    read safely). With ``reasons``, also fills it with the document's comments
+    by key path (``composer.buildtime.comments.comments_of``), read from the
+    same composed node tree."""
     rel = str(path.relative_to(root))
     if path.is_symlink() or not path.is_file():
         errors.append(RecipeError(rel, "", "is not a regular file (a link, device or pipe is never read)"))
@@ -169,7 +173,7 @@ def _read_yaml(path: Path, root: Path, errors: list[RecipeError]):
         errors.append(RecipeError(rel, "", f"is {path.stat().st_size:,} bytes; recipe files are at most {MAX_FILE_BYTES:,}"))
         return None
     try:
-        with path.open(encoding="utf-8") as fh:
+        with path.open(encoding="utf-8") as fh:  # a stream: error marks name the file
             loader = _LOADER(fh)
             try:
                 try:
@@ -189,6 +193,10 @@ def _read_yaml(path: Path, root: Path, errors: list[RecipeError]):
                         errors.append(RecipeError(rel, where, f"expands to more than {MAX_NODES:,} values through "
                                                               "YAML aliases (&anchor / *alias); write the values out"))
                     return None
+                if reasons is not None:
+                    from composer.buildtime.comments import comments_of
+
+                    reasons.update(comments_of(node, path.read_text(encoding="utf-8").splitlines()))
                 return loader.construct_document(node)
             finally:
                 loader.dispose()
@@ -320,18 +328,15 @@ def load_recipe_data(root: Path, recipe_id: str, path: Path | None = None) -> di
     path = path or recipe_paths(root).get(recipe_id)
     if path is None:
         raise RecipeLoadError([RecipeError(f"models/{recipe_id}.yaml", "", "no such recipe")])
-    data = _read_yaml(path, root, errors)
+    found: dict[str, str] = {}
+    data = _read_yaml(path, root, errors, found)
     if errors:
         raise RecipeLoadError(errors)
     if not isinstance(data, dict):
         raise RecipeLoadError([RecipeError(str(path.relative_to(root)), "", f"must be a mapping of keys, not {type(data).__name__}")])
     said = data.get("reasons", {})
-    if isinstance(said, dict):  # another type is the schema's error to report
-        from composer.buildtime.comments import comments
-
-        found = comments(path.read_text(encoding="utf-8"))
-        if found:
-            data = {**data, "reasons": {**found, **said}}
+    if found and isinstance(said, dict):  # another type is the schema's error to report
+        data = {**data, "reasons": {**found, **said}}  # the YAML comments, under what the recipe writes itself
     return data
 
 
