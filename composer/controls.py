@@ -340,6 +340,9 @@ def _kv_offload(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, 
                                  kv_offload=kid)
             if alt is not None:
                 reason, query = None, alt
+            else:
+                reason += _strategies_unavailable(ctx, sel, base, [
+                    s for s in ctx.strategies if s != sel.strategy and ctx.kv_block_reason(kid, s, sel.hardware) is None])
         opt = ctx.catalog.taxonomy.kv_offload.get(kid)
         desc = opt.description if opt else ctx.strategy(kid).description
         items.append({
@@ -487,6 +490,24 @@ def _with_strategy(ctx: RecipeContext, sel: Selection, base: Request, works, **v
         if resolved_selection(ctx, dict(query.values)).strategy == s and _error(ctx, query) is None:
             return query
     return None
+
+
+def _strategies_unavailable(ctx: RecipeContext, sel: Selection, base: Request, strategies: list[str]) -> str:
+    """" Here <strategy> is unavailable: <why>." for the first of ``strategies``
+    (those an option is offered with), or "" when there are none: a reason
+    "offered only with Single-node TP" must not send the user to an option
+    that is itself disabled (GLM-5.1 on H100, a new user's finding). The why
+    is the strategy's own block reason on this hardware or its plan's first
+    error."""
+    for s in strategies:
+        why = ctx.strategy_block_reason(s, sel.hardware)
+        if why is None:
+            query = base.with_values(strategy=s, nodes=None, hardware=sel.hardware, prefill_mode=None,
+                                     prefill_nodes=None, decode_mode=None, decode_nodes=None)
+            why = _error(ctx, query)
+        if why:
+            return f" Here {ctx.strategy_label(s)} is unavailable: {why}"
+    return ""
 
 
 def _hardware_query(ctx: RecipeContext, sel: Selection, base: Request, hw: str) -> Request:

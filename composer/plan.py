@@ -141,18 +141,33 @@ def advanced_knob(ctx: RecipeContext, src: Source) -> str | None:
     return opts[int(index)].id if index is not None and int(index) < len(opts) else None
 
 
-def _vllm_notices(entries: list[Entry], env: dict[str, str], notices: Notices) -> None:
+def _vllm_notices(ctx: RecipeContext, entries: list[Entry], env: dict[str, str], notices: Notices, where: str = "") -> None:
     """What vLLM itself would refuse or ignore in this command, checked against
-    its CLI table (``composer.vllm_cli``): a warning notice per finding. Our own
-    recipes compose none (tests); recipes of others may."""
+    its CLI table (``composer.vllm_cli``). A finding of level ``error`` (an
+    option vLLM 0.33.0 does not have, a value its parser or a config class
+    refuses: argparse exits, pydantic raises before serving) is an error
+    notice ``vllm-rejects`` — the plan's status is then ``error``, as for a
+    start-up rule (``launch_notices``); found on the corpus's Ring-1T-FP8
+    (``--compilation-config`` ``use_inductor``) and Kimi-K2 TP+PP
+    (``--disable-log-requests``), shown as ready before. A finding of level
+    ``warning`` (deprecated, ignored) is a warning ``vllm-warns``. Each
+    notice names the layer and recipe key that set the option (``key``). Our
+    own recipes compose none (tests); recipes of others may."""
     findings = vllm_cli.check_command((e.unit.key, e.unit.value, e.unit.enabled) for e in entries)
     omni = any(e.unit.key == "omni" for e in entries)
     for name in env:
         if not (omni and name.startswith("VLLM_OMNI_")):  # vLLM-Omni's own variables
             findings += vllm_cli.check_env(name)
     for f in findings:
-        code = "vllm-rejects" if f.level == "error" else "vllm-warns"
-        notices.add("warning", code, f.sentence(), subject=f.flag, reason=f.message)
+        entry = next((e for e in entries if e.unit.tokens() and e.unit.tokens()[0].split("=", 1)[0] == f.flag), None)
+        by = f" (set by {source_label(ctx, entry.source)}{where})" if entry is not None else where
+        if f.level == "error":
+            notices.add("error", "vllm-rejects", f"{f.sentence()}{by}: vLLM stops before serving. Fix: change or drop "
+                                                 f"{f.flag}, or run the vLLM release the recipe was written for.",
+                        subject=f.flag, reason=f.message, key=entry.source.key if entry is not None else None)
+        else:
+            notices.add("warning", "vllm-warns", f.sentence() + by, subject=f.flag, reason=f.message,
+                        key=entry.source.key if entry is not None else None)
 
 
 def _scheduler_notices(entries: list[Entry], label: str, notices: Notices) -> None:
@@ -256,9 +271,9 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
                     f"{feature_label(ctx, fid)} is off, so {entry.unit.display()} from {source_label(ctx, entry.source)} was removed.")
     entries = argv_b.entries()
     _connector_allocator(entries, env_b, None if lite else notices, f" on the {spec.pool} pool" if spec.pool else "")
+    _vllm_notices(ctx, entries, env_b.values(), notices, f" on the {spec.pool} pool" if spec.pool else "")
     if not lite:
         _replacement_notices(ctx, entries, notices, f" on the {spec.pool} pool" if spec.pool else "")
-        _vllm_notices(entries, env_b.values(), notices)
         _scheduler_notices(entries, f"The {spec.pool} pool" if spec.pool else "The deployment", notices)
     model = ctx.model_id(sel.variant, sel.task)
     problem = check(model, "positional")  # the schema's MODEL_ID already refuses these; never a command

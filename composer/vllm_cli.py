@@ -127,8 +127,16 @@ def _option(name: str) -> dict:
 
 
 def suggest(name: str) -> str:
-    """`` (did you mean --x?)`` for a misspelt option, or ""."""
-    close = difflib.get_close_matches(name.lstrip("-"), list(OPTIONS), n=1, cutoff=0.75)
+    """`` (did you mean --x?)`` for a misspelt option, or "". Never the
+    opposite switch: for ``--disable-log-requests`` (gone from vLLM 0.33.0,
+    which has ``--enable-log-requests``) the closest name means the reverse,
+    so the hint says that leaving the flag out keeps vLLM's default."""
+    name = name.lstrip("-")
+    for word, opposite in (("disable-", "enable-"), ("enable-", "disable-")):
+        if name.startswith(word) and opposite + name[len(word):] in OPTIONS:
+            return (f" (vLLM {VERSION} has only the opposite switch --{opposite}{name[len(word):]}; "
+                    "without either, vLLM's default holds)")
+    close = difflib.get_close_matches(name, list(OPTIONS), n=1, cutoff=0.75)
     return f" (did you mean --{close[0]}?)" if close else ""
 
 

@@ -153,8 +153,13 @@ def test_validation_names_the_key_path_explain_shows(tmp_path, where, query, key
     lint_key = f"{key}.{name}" if env else key
     assert [p.key for p in problems] == [lint_key]
     plan = compose(make_context(K3, recipe, load_catalog(recipes)), query)
-    shown = {k for cmd in plan["commands"] for _, k, (_, n) in _entries(cmd) if n == name}
+    # vLLM's parser refuses the bad flag's value, so the plan is an error whose
+    # commands are held back (blocked_commands) and whose notice names the key.
+    assert plan["status"] == ("ok" if env else "error")
+    shown = {k for cmd in plan["commands"] + plan["blocked_commands"] for _, k, (_, n) in _entries(cmd) if n == name}
     assert shown == {key}
+    if not env:
+        assert {n["key"] for n in plan["notices"] if n["code"] == "vllm-rejects"} == {key}
 
 
 def test_a_recipes_own_advanced_knob_is_named_as_validation_names_it(tmp_path):
@@ -164,5 +169,6 @@ def test_a_recipes_own_advanced_knob_is_named_as_validation_names_it(tmp_path):
                                     load_catalog_checked(recipes), strict=False)
     assert [p.key for p in problems] == ["advanced_options[0].args"]
     plan = compose(make_context(K3, recipe, load_catalog(recipes)), "advanced=bad_cache")
-    (f,) = [f for f in plan["commands"][0]["provenance"] if f["name"] == "tokenizer-mode"]
+    assert plan["status"] == "error"
+    (f,) = [f for f in plan["blocked_commands"][0]["provenance"] if f["name"] == "tokenizer-mode"]
     assert (f["layer"], f["key"]) == ("advanced", "advanced_options[0].args")

@@ -191,9 +191,10 @@ def test_an_option_value_that_is_an_option_is_an_error_and_stays_attached(tmp_pa
                for e in errs), errs
     ctx = _ctx(lambda d: d["model"]["base_args"].append("--served-model-name=--privileged"))
     plan = compose(ctx, "hardware=b300&install=docker")
-    argv = plan["commands"][0]["argv"]
+    (cmd, *_) = plan["commands"] + plan["blocked_commands"]
+    argv = cmd["argv"]
     assert "--served-model-name=--privileged" in argv and "--privileged" not in argv
-    assert "--privileged" not in plan["commands"][0]["docker_argv"]
+    assert "--privileged" not in cmd["docker_argv"]
 
 
 # --- the property test ------------------------------------------------------------

@@ -227,8 +227,12 @@ def test_explain_names_the_key_path_the_lint_uses(tmp_path):
     recipe, problems = _findings(recipes, strict=False)
     assert [p.key for p in problems] == ["hardware_overrides.hopper.args"]
     plan = compose(make_context(K3, recipe, load_catalog(recipes)), "hardware=h200")
-    (f,) = [f for f in plan["commands"][0]["provenance"] if f["name"] == "kv-cache-dtype"]
-    assert f["key"] == "hardware_overrides.hopper.args"
+    # vLLM's parser refuses the value: the plan is an error and its notice names
+    # the same key path as the lint (an error plan has no commands to Explain).
+    assert plan["status"] == "error" and not plan["commands"]
+    (n,) = [n for n in plan["notices"] if n["code"] == "vllm-rejects"]
+    assert n["level"] == "error" and n["subject"] == "--kv-cache-dtype"
+    assert n["key"] == "hardware_overrides.hopper.args" and "Hopper" in n["message"]
 
 
 def test_one_walker_names_the_key_paths_provenance_uses(plan):
