@@ -305,7 +305,13 @@ class Capacity:
             return f"The recipe gives no weight size; capacity on {where} was not checked."
         pct = round(100 * (self.share or 0))
         gpus = f"{self.gpus} GPU{'s' if self.gpus != 1 else ''}"
-        text = f"{self.weights_gb:g} GB of weights on {where}: {gpus}, {self.hbm_gb:g} GB of HBM, {pct} %"
+        # The recipe's size includes headroom; vLLM's per-GPU figures below are of the
+        # weights themselves: say both, or the two numbers do not reconcile (a
+        # fresh user's finding: 1680 GB over 32 GPUs is not 40.75 GiB per GPU).
+        raw = self.weights_raw_gb
+        size = (f"{self.weights_gb:g} GB ({raw:.0f} GB of weights + the recipe's headroom)"
+                if raw and abs(raw - self.weights_gb) > 0.01 * self.weights_gb else f"{self.weights_gb:g} GB of weights")
+        text = f"{size} on {where}: {gpus}, {self.hbm_gb:g} GB of HBM, {pct} %"
         if self.kv_gib is None:
             return text + "."
         if not self.weights_fit:

@@ -123,7 +123,7 @@ def _replacement_notices(ctx: RecipeContext, entries: list[Entry], notices: Noti
             else:
                 knob = advanced_knob(ctx, src) if dst.layer != "advanced" else None
                 notices.add("info", "value-replaced",
-                            f"{source_label(ctx, src)} {flag} {old_v} was replaced by {source_label(ctx, dst)}'s {new_v}{where}.",
+                            f"{flag} {old_v} from {source_label(ctx, src)} was replaced by {new_v} from {source_label(ctx, dst)}{where}.",
                             subject="advanced" if knob else None, old=knob, new=new_v if knob else None,
                             reason=f"{source_label(ctx, dst)}'s {flag} {new_v}" if knob else None)
 

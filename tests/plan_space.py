@@ -14,7 +14,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from composer.api import compose_page, make_context
+from composer.api import compose, compose_page, make_context
 from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +87,21 @@ def shapes(ctx, plans):
             yield plan
 
 
+def shape_queries(ctx) -> tuple[str, ...]:
+    """The queries of ``selection_space`` that are the first of their ``shape``
+    (every query with ``FULL``), the shape taken from the plan with the
+    recipe's install form. Computed once per run and kept on disk beside the
+    space (``SPACE_CACHE``): the form tests (Kubernetes, config files, SLURM)
+    each compose only these, in their own form, instead of composing the whole
+    space again to find them (measured: ~30 s of CPU per recipe and test on
+    the 2-core CI machine)."""
+    if FULL:
+        return _space(ctx)
+    space = _space(ctx)  # outside the shapes' lock: the space takes the same lock
+    return _cached(ctx, "shapes", lambda: tuple(
+        p["walked"] for p in shapes(ctx, ({**compose(ctx, q, every_form=False), "walked": q} for q in space))))
+
+
 def corpus_contexts():
     """``(recipe id, context)`` of every recipe of the public corpus."""
     catalog = load_catalog(CORPUS)
@@ -126,19 +141,34 @@ def _digest(ctx) -> str:
 
 @lru_cache(maxsize=8)
 def _space(ctx) -> tuple:
+    return _cached(ctx, "space", lambda: tuple(_selection_space(ctx)))
+
+
+_MEMO: dict = {}
+
+
+def _cached(ctx, kind: str, make) -> tuple:
+    """``make()`` (a tuple of queries) of ``ctx``, kept on disk under
+    ``SPACE_CACHE`` by recipe, ``kind`` and ``_digest`` (the first worker
+    computes it under a lock, the others read it) and in this process."""
     import json
 
     import build
 
-    path = SPACE_CACHE / f"{ctx.recipe_id.replace('/', '--')}-{_digest(ctx)}.json"
+    key = (ctx.recipe_id, kind, id(ctx))
+    if key in _MEMO:
+        return _MEMO[key]
+    path = SPACE_CACHE / f"{ctx.recipe_id.replace('/', '--')}-{kind}-{_digest(ctx)}.json"
     with build._cache_locked(SPACE_CACHE):
         if path.is_file():
-            return tuple(json.loads(path.read_text()))
-        queries = tuple(_selection_space(ctx))
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(list(queries)))
-        tmp.replace(path)
-        return queries
+            found = tuple(json.loads(path.read_text()))
+        else:
+            found = tuple(make())
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(list(found)))
+            tmp.replace(path)
+    _MEMO[key] = found
+    return found
 
 
 def _selection_space(ctx):

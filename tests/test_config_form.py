@@ -29,7 +29,7 @@ from composer import vllm_cli
 from composer.api import compose
 from composer.argv import parse_tokens
 from composer.query import parse_query
-from tests.plan_space import CORPUS, corpus_contexts, our_plans, selection_space, shapes
+from tests.plan_space import CORPUS, corpus_contexts, our_plans, shape_queries
 
 SOURCE = "vllm/utils/argparse_utils.py"
 
@@ -110,7 +110,7 @@ def config_plan(ctx, query: str) -> dict:
 def test_every_plan_of_our_recipes_round_trips_through_vllm_load_config_file(rid, tmp_path):
     ctx = dict(our_plans())[rid]
     seen, files = 0, 0
-    for plan in shapes(ctx, (config_plan(ctx, q) for q in selection_space(ctx))):
+    for plan in (config_plan(ctx, q) for q in shape_queries(ctx)):
         seen += 1
         assert plan["output"]["form"] == "config"
         files += check_plan(plan, tmp_path)
@@ -171,7 +171,7 @@ def test_cli_out_writes_the_files_the_page_downloads(k3, tmp_path, capsys):
     for form in ("config", "slurm"):
         out = tmp_path / form
         assert main(["moonshotai/Kimi-K3", "--query", query, "--format", form, "--out", str(out)]) == 0
-        written = {p.name: p.read_text() for p in out.iterdir()}
+        written = {p.name: p.read_text() for p in out.iterdir() if p.name != ".vllm-composer-files"}
         listed = capsys.readouterr().out.split()
         artifacts = compose(k3, f"{query}&install={form}", every_form=False)["output"]["artifacts"]
         own = [a for a in artifacts if a["command"] is None] or artifacts
@@ -183,3 +183,29 @@ def test_cli_out_writes_the_files_the_page_downloads(k3, tmp_path, capsys):
             assert executable == a["file_name"].endswith((".sh", ".sbatch"))
     assert main(["moonshotai/Kimi-K3", "--out", str(tmp_path / "x")]) == 2  # --out needs a form
     assert "--out needs --format" in capsys.readouterr().err
+
+
+def test_cli_out_again_removes_only_what_the_previous_plan_wrote(tmp_path, capsys):
+    """A second --out into the same directory for a smaller plan leaves none of
+    the first plan's node files behind (a user would start a stale node), and
+    never touches a file it did not write or writes through a link."""
+    from composer.buildtime.cli import main
+
+    out = tmp_path / "cfg"
+    out.mkdir()
+    (out / "mine.yaml").write_text("keep\n")
+    assert main(["moonshotai/Kimi-K3", "--query", "hardware=h200&nodes=4&strategy=multi_node_tp", "--format", "config",
+                 "--out", str(out)]) == 0
+    first = {p.name for p in out.iterdir()}
+    assert main(["moonshotai/Kimi-K3", "--query", "hardware=b300", "--format", "config", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    second = {p.name for p in out.iterdir()}
+    assert "mine.yaml" in second and (out / "mine.yaml").read_text() == "keep\n"
+    gone = first - second
+    assert gone and all(f"removed {out / n}" in said for n in gone)
+    listed = set((out / ".vllm-composer-files").read_text().split())
+    assert listed == second - {"mine.yaml", ".vllm-composer-files"}
+    (out / next(iter(listed))).unlink()
+    (out / next(iter(listed))).symlink_to(out / "mine.yaml")
+    assert main(["moonshotai/Kimi-K3", "--query", "hardware=b300", "--format", "config", "--out", str(out)]) == 2
+    assert "symbolic link" in capsys.readouterr().err and (out / "mine.yaml").read_text() == "keep\n"

@@ -134,7 +134,7 @@ def test_override_chain_provenance(plan):
     assert (tokens["value"], tokens["layer"]) == ("8192", "advanced")
     assert [(r["value"], r["key"]) for r in tokens["replaced"]] == [("32768", "hardware_overrides.blackwell.extra_args")]
     msgs = [n["message"] for n in p["notices"] if n["code"] == "value-replaced"]
-    assert any("Advanced --max-num-seqs 256 was replaced by Speculative decoding's 32" in m for m in msgs)
+    assert any("--max-num-seqs 256 from Advanced was replaced by 32 from Speculative decoding" in m for m in msgs)
 
 
 def test_docker_form_and_scripts(plan):

@@ -30,7 +30,7 @@ from composer.api import compose, compose_page, make_context
 from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 from composer.shell import PLACEHOLDER_RE
 from composer.yaml_text import dump
-from tests.plan_space import our_plans, selection_space, shapes
+from tests.plan_space import our_plans, shape_queries
 from tests.plan_space import plan_gpus
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -341,9 +341,9 @@ def schemas_read_once():
 def test_every_plan_of_our_recipes_has_valid_faithful_manifests(rid):
     ctx = dict(our_plans())[rid]
     checked = 0
-    # The shape from the lean plan (the manifests are 9/10 of a full plan's cost), then the chosen one in full.
-    for lean in shapes(ctx, ({**compose(ctx, q, every_form=False), "walked": q} for q in selection_space(ctx))):
-        plan = compose(ctx, lean["walked"])
+    # One plan per shape (plan_space.shape_queries: shapes found once per run), composed in full.
+    for q in shape_queries(ctx):
+        lean, plan = compose(ctx, q, every_form=False), compose(ctx, q)
         assert plan["commands"] == lean["commands"] and plan["selection"] == lean["selection"]
         check_manifests(plan)
         checked += 1

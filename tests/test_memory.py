@@ -390,3 +390,22 @@ def test_a_single_node_shortfall_offers_the_single_node_strategy_that_uses_the_i
     assert not [x for x in fixed["notices"] if x["code"].startswith("kv-capacity")]
     labels = [f["label"] for f in n["fixes"]]
     assert labels.index(tep["label"]) < next(i for i, lab in enumerate(labels) if lab.endswith(" nodes"))  # no more hardware first
+
+
+@pytest.mark.parametrize("rid,query", [("moonshotai/Kimi-K3", "hardware=h200"), ("moonshotai/Kimi-K3", "hardware=b300"),
+                                       (LLAMA, "hardware=h100"), (QWEN, "hardware=h200")])
+def test_the_capacity_text_reconciles_the_recipe_size_with_the_per_gpu_weights(ctx_of, rid, query):
+    """The recipe's GB include headroom, vLLM's per-GPU GiB do not: the text
+    says the weights themselves, and for a TP layout (no DP replication) they
+    are the per-rank figure times the GPUs (a fresh user's finding: 1680 GB on
+    32 GPUs next to 40.75 GiB per GPU did not add up)."""
+    plan = compose(ctx_of(rid), query, every_form=False)
+    for cap in plan["capacity"]:
+        if cap["weights_gib"] is None:
+            continue
+        raw = cap["weights_gib"] * GIB / 1e9 * cap["gpus"]
+        msg = cap["message"]
+        if abs(raw - cap["weights_gb"]) > 0.01 * cap["weights_gb"]:
+            assert msg.startswith(f"{cap['weights_gb']:g} GB ({raw:.0f} GB of weights + the recipe's headroom) on "), msg
+        else:
+            assert msg.startswith(f"{cap['weights_gb']:g} GB of weights on "), msg

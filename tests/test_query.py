@@ -174,3 +174,28 @@ def test_arbitrary_parameter_values_never_raise(k3, values):
     p = compose_page(k3, values)
     assert p["status"] in ("ok", "error")
     assert compose_page(k3, p["url"])["selection"] == p["selection"]
+
+
+def test_the_cli_takes_a_whole_page_link_as_query(capsys):
+    """A user pastes the page's address (Share) into --query or --compare: its
+    query part is the plan's, the rest ignored, never an unknown parameter."""
+    from composer.buildtime.cli import main, page_query
+
+    assert page_query("https://host/site/moonshotai/Kimi-K3/?v=2&hardware=h200#x") == "v=2&hardware=h200"
+    assert page_query("?hardware=h200") == "hardware=h200" and page_query("hardware=h200") == "hardware=h200"
+    assert main(["moonshotai/Kimi-K3", "--json", "--query", "https://host/moonshotai/Kimi-K3/?v=2&hardware=h200"]) == 0
+    by_link = json.loads(capsys.readouterr().out)
+    assert main(["moonshotai/Kimi-K3", "--json", "--query", "v=2&hardware=h200"]) == 0
+    assert json.loads(capsys.readouterr().out) == by_link
+    assert by_link["selection"]["hardware"] == "h200"
+    assert "query-ignored" not in [n["code"] for n in by_link["notices"]]
+
+
+def test_the_cli_help_names_the_other_commands_and_the_exit_status(capsys):
+    from composer.buildtime.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert "python -m composer check" in text and "python -m composer import" in text
+    assert "1 the plan has errors" in text

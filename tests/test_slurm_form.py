@@ -23,7 +23,7 @@ import pytest
 from composer.api import compose
 from composer.query import parse_query
 from composer.shell import PLACEHOLDER_RE
-from tests.plan_space import our_plans, selection_space, shapes
+from tests.plan_space import our_plans, shape_queries
 from tests.plan_space import plan_gpus
 
 SRUN = r'''#!/usr/bin/env bash
@@ -175,9 +175,9 @@ def test_every_multi_node_plan_runs_each_nodes_command_under_srun(rid, part, tmp
     ctx = dict(our_plans())[rid]
     ran: dict = {}
     refusal: set = set()
-    plans = (slurm_plan(ctx, q) for n, q in enumerate(selection_space(ctx)) if n % PARTS == part)
+    plans = (slurm_plan(ctx, q) for n, q in enumerate(shape_queries(ctx)) if n % PARTS == part)
     checked = 0
-    for plan in shapes(ctx, (p for p in plans if multi_node(p))):
+    for plan in (p for p in plans if multi_node(p)):
         assert plan["output"]["form"] == "slurm" and not plan["output"]["reason"]
         check_plan(plan, tmp_path, fake_bin, ran, refusal)
         checked += 1
@@ -234,3 +234,43 @@ def test_cli_format_slurm_prints_the_scripts(k3, capsys):
     assert main(["moonshotai/Kimi-K3", "--query", "hardware=b200&nodes=2&strategy=multi_node_tp", "--format", "slurm"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("#!/usr/bin/env bash\n#SBATCH --job-name=Kimi-K3-serve\n#SBATCH --nodes=2")
+
+
+@pytest.mark.parametrize("query", ["hardware=h200&strategy=pd_cluster&prefill_nodes=2&decode_nodes=2",
+                                   "hardware=b200&strategy=multi_node_dep&nodes=2"])
+def test_the_router_job_reads_the_host_names_the_other_jobs_write(k3, tmp_path, fake_bin, query):
+    """A person submits the pool jobs, then the router job from the same
+    directory, setting nothing: the router gets every host name from the files
+    the jobs wrote (SLURM_SUBMIT_DIR) — and a hosts file is data, never run."""
+    plan = slurm_plan(k3, query)
+    scripts = {a["file_name"]: a["text"] for a in plan["output"]["artifacts"] if a["file_name"].endswith(".sbatch")}
+    if "router.sbatch" not in scripts:
+        pytest.skip("this plan has no router")
+    cmds = plan["commands"] or plan["blocked_commands"]
+    (router,) = [c for c in cmds if c["role"] == "router"]
+    hosts = {}
+    for name in scripts:
+        if name == "router.sbatch":
+            continue
+        job = name.removesuffix(".sbatch")
+        n = sum(1 for c in cmds if c["role"] != "router" and (c["pool"] or "serve") == job)
+        hosts[job] = [f"{job}-h{i}" for i in range(n)]
+        out, _ = run_job(scripts[name], hosts[job], {**USER_VALUES, "SLURM_SUBMIT_DIR": str(tmp_path)}, tmp_path, fake_bin)
+        assert out.returncode == 0, out.stderr
+    values = {}
+    for job, hs in hosts.items():
+        for k, h in enumerate(hs):
+            values[f"{job.upper()}_NODE_{k + 1}" if job != "serve" else ("HEAD_IP" if k == 0 else f"NODE_{k}_IP")] = h
+    out, nodes = run_job(scripts["router.sbatch"], ["r1"], {"SLURM_SUBMIT_DIR": str(tmp_path)}, tmp_path, fake_bin)
+    assert out.returncode == 0, out.stderr
+    assert nodes[0][0] == [expand(a, values) for a in router["argv"]]
+    # A value set when submitting wins over the file; a hostile line is not taken.
+    (name, first), *_ = [(k, v) for k, v in values.items()]
+    out, nodes = run_job(scripts["router.sbatch"], ["r1"], {"SLURM_SUBMIT_DIR": str(tmp_path), name: "given-host"},
+                         tmp_path, fake_bin)
+    assert out.returncode == 0 and any("given-host" in a for a in nodes[0][0])
+    for f in tmp_path.glob("*.hosts"):
+        f.write_text("".join(f"{ln.split('=')[0]}=$(touch {tmp_path}/pwned)\n" for ln in f.read_text().split()))
+    out, nodes = run_job(scripts["router.sbatch"], ["r1"], {"SLURM_SUBMIT_DIR": str(tmp_path)}, tmp_path, fake_bin)
+    assert out.returncode != 0 and not any(nodes) and not (tmp_path / "pwned").exists()
+    assert "first submit" in out.stderr

@@ -19,6 +19,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from composer.api import compose, make_context
 from composer.argv import ArgvError
@@ -52,7 +53,10 @@ def render_text(plan: dict, explain: bool = False) -> str:
         why = note if not d.get("optional") or note.lower().startswith("optional") else f"optional: {note}".rstrip(": ")
         if why:
             steps.append(f"# {comment(why)}")
-        steps.append(("# " + comment(d["command"])) if d.get("optional") else d["command"])
+        # An optional step stays a comment line by line: folding its continuation
+        # lines into one would leave a stray "\\ " in the middle of the words.
+        steps.append("\n".join("# " + comment(line) for line in d["command"].splitlines())
+                     if d.get("optional") else d["command"])
     steps += list(inst["extras"])
     if steps:
         out += ["", "# --- Install (every node) ---", *steps]
@@ -86,14 +90,38 @@ SAFE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\Z")
 """A file name ``--out`` writes: one path segment, no leading dot."""
 
 
+WRITTEN = ".vllm-composer-files"
+"""The list of file names ``--out`` wrote into a directory, one per line, so the
+next ``--out`` into it removes what the previous plan had and this one has not
+(a 4-node plan's ``node-3.sh`` after switching to 2 nodes) and nothing else."""
+
+
+def _drop_previous(out_dir: Path, names: set[str]) -> None:
+    """Remove the files a previous ``--out`` wrote (``WRITTEN``) that the plan
+    written now does not have — only plain file names of that list, only
+    regular files (never a link or a directory), each one said — and record
+    ``names`` as this write's list. Raises ``OSError`` as the writes do."""
+    listed = out_dir / WRITTEN
+    before = listed.read_text(encoding="utf-8").split() if listed.is_file() and not listed.is_symlink() else []
+    for name in sorted(set(before) - names):
+        old = out_dir / name
+        if SAFE_FILE.match(name) and old.is_file() and not old.is_symlink():
+            old.unlink()
+            print(f"removed {old} (written for the previous plan)")
+    if listed.is_symlink():
+        raise OSError(f"refusing to write {listed}: it is a symbolic link")
+    listed.write_text("".join(f"{n}\n" for n in sorted(names)), encoding="utf-8")
+
+
 def print_form(ctx, query: str, form_id: str, out_dir: Path | None = None) -> int:
     """``--format FORM``: the plan of ``query`` in output form ``form_id``
     (``composer.forms``): the form's own files (the Kubernetes manifests), or,
     for a form without any, every command's script, each after a
     ``# ==> name <==`` line when there are several. With ``out_dir`` the
     files are written there instead (created if missing; a file of the same
-    name is replaced; scripts executable), as the page's Download saves them,
-    and their paths are listed. Exit 2 with the reason on stderr when the form
+    name is replaced, a symbolic link refused; scripts executable), as the
+    page's Download saves them, and their paths are listed; files an earlier
+    ``--out`` wrote there for another plan are removed (``_drop_previous``). Exit 2 with the reason on stderr when the form
     cannot show this plan (or a file cannot be written), else as for the plan."""
     from composer.forms import form_block_reason
     from composer.query import parse_query
@@ -116,10 +144,13 @@ def print_form(ctx, query: str, form_id: str, out_dir: Path | None = None) -> in
                 if not SAFE_FILE.match(a["file_name"]):
                     raise OSError(f"refusing to write {a['file_name']!r}: not a plain file name")
                 target = out_dir / a["file_name"]
+                if target.is_symlink():
+                    raise OSError(f"refusing to write {target}: it is a symbolic link")
                 target.write_text(a["text"] if a["text"].endswith("\n") else a["text"] + "\n")
                 if target.suffix in (".sh", ".sbatch"):
                     target.chmod(0o755)
                 print(f"wrote {target}")
+            _drop_previous(out_dir, {a["file_name"] for a in files})
         except OSError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -167,6 +198,30 @@ def check_main(argv: list[str]) -> int:
     return 2 if errors else 0
 
 
+def page_query(text: str) -> str:
+    """The page query of ``--query``/``--compare`` as a user may paste it: a
+    bare query (``hardware=h200&nodes=2``), one with its ``?``, or a whole page
+    link (``https://host/moonshotai/Kimi-K3/?v=2&hardware=h200#…``), whose
+    query part is taken (``urllib.parse.urlsplit``; the recipe is still the
+    positional id). Other text is returned as is, so the composer reports its
+    unknown parameters as for any query."""
+    text = (text or "").strip()
+    if "://" in text or text.startswith(("/", "?")):
+        return urlsplit(text).query
+    return text
+
+
+EPILOG = """other commands:
+  python -m composer check [DIR] [--strict]    run the build's checks on a recipes directory
+  python -m composer import [FILE]             read a "vllm serve" command you already run (stdin
+                                               or FILE; never run) and compare it with the recipe
+                                               (python -m composer import --help)
+
+--query and --compare take a page query or a whole page link (its query is used).
+exit status: 0 the plan is ok, 1 the plan has errors (its [error] lines say why),
+2 bad input (a recipe error, an unknown recipe)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["check"]:
@@ -174,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["import"]:
         from composer.buildtime.import_cli import import_main
         return import_main(argv[1:], DEFAULT_RECIPES)
-    ap = argparse.ArgumentParser(prog="python -m composer", description="Compose vLLM launch commands from a recipe.")
+    ap = argparse.ArgumentParser(prog="python -m composer", description="Compose vLLM launch commands from a recipe.",
+                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("recipe_id", help="recipe id, e.g. moonshotai/Kimi-K3")
     ap.add_argument("--query", default="", help="page query, e.g. 'hardware=h200&nodes=2&strategy=multi_node_tp'")
     ap.add_argument("--format", choices=("text", "json", *FORMS), default=None,
@@ -190,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compare", default=None, metavar="QUERY",
                     help="show the plan of --query (A) beside QUERY's (B): argv/env per node, capacity, notices")
     args = ap.parse_args(argv)
+    args.query = page_query(args.query)
+    args.compare = None if args.compare is None else page_query(args.compare)
     try:
         catalog = load_catalog_checked(args.recipes)
         paths = recipe_paths(args.recipes)
@@ -204,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         recipe, problems = check_recipe(args.recipes, args.recipe_id, path, catalog)
         if recipe is None:
             raise RecipeLoadError([p for p in problems if p.level == "error"])
+        for p in problems:  # what the build lists too (repairs, lint findings), on stderr beside the output
+            print(p, file=sys.stderr)
         ctx = make_context(args.recipe_id, recipe, catalog)
         plan = compose(ctx, args.query)
     except RecipeLoadError as exc:

@@ -13,9 +13,10 @@ nodes) and, when it runs:
    host is ``$HEAD_IP`` (a P/D pool's hosts are ``$PREFILL_NODE_<k>`` /
    ``$DECODE_NODE_<k>``, k from 1) — host names, which vLLM's
    ``--master-addr`` / ``--data-parallel-address`` resolve; every other
-   placeholder (``$IFACE_NAME``, the router's pool addresses …) must be set
-   when the job is submitted (``sbatch`` passes the environment on) and is
-   checked;
+   placeholder (``$IFACE_NAME`` …) must be set when the job is submitted
+   (``sbatch`` passes the environment on) and is checked; the router job reads
+   the pool jobs' host names from the files they write (``HOSTS_FILE``), a
+   value set when submitting winning;
 3. starts every node's command with one ``srun`` (one task per node), each
    task choosing its command by its node rank ``SLURM_NODEID`` (checked
    against ``SLURM_PROCID``: one task per node).
@@ -61,6 +62,51 @@ def _host_names(pool: Optional[str], nodes: int) -> dict[str, str]:
     return {f"{pool.upper()}_NODE_{k + 1}": f"${{NODES[{k}]}}" for k in range(nodes)}
 
 
+HOSTS_FILE = "${SLURM_SUBMIT_DIR:-$PWD}/%s.hosts"
+"""Where a pool job (or the hybrid-LB serve job) writes the host names it got,
+``NAME=host`` per line, for the router job to read: ``SLURM_SUBMIT_DIR`` (the
+directory sbatch was run from, sbatch(1) OUTPUT ENVIRONMENT VARIABLES) is on
+the shared file system on the clusters such jobs run on; a value the person
+sets when submitting the router still wins."""
+
+_HOST_VALUE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
+def _router_hosts(pool: Optional[str], nodes: int) -> dict[str, str]:
+    """``{name: shell expression}`` the router job needs from a job of ``pool``
+    (None: the hybrid-LB serve job, whose nodes are ``HEAD_IP``,
+    ``NODE_1_IP`` …, the router's names for them)."""
+    if pool is not None:
+        return _host_names(pool, nodes)
+    return {("HEAD_IP" if k == 0 else f"NODE_{k}_IP"): f"${{NODES[{k}]}}" for k in range(nodes)}
+
+
+def _write_hosts(job_name: str, names: dict[str, str]) -> list[str]:
+    """Lines that write ``names`` to the job's hosts file (``HOSTS_FILE``),
+    through a temporary name so the router never reads half a file."""
+    path = HOSTS_FILE % job_name
+    body = " ".join(f'"{n}={expr}"' for n, expr in names.items())
+    return [f'HOSTS_FILE="{path}"',
+            f'printf \'%s\\n\' {body} > "$HOSTS_FILE.tmp.$$" && mv -f "$HOSTS_FILE.tmp.$$" "$HOSTS_FILE"',
+            'echo "host names for the router written to $HOSTS_FILE" >&2']
+
+
+def _read_hosts(job_names: list[str], pattern: str) -> list[str]:
+    """Lines that read the pool jobs' hosts files (``HOSTS_FILE``) into the
+    variables the router needs, for each one not already set; only names
+    matching ``pattern`` and host-name values are taken (the file is data,
+    never run)."""
+    files = " ".join(f'"{HOSTS_FILE % n}"' for n in job_names)
+    return [f"for hosts_file in {files}; do",
+            '  [ -f "$hosts_file" ] || continue',
+            "  while IFS='=' read -r name value; do",
+            f"    if [[ $name =~ {pattern} && $value =~ {_HOST_VALUE} && -z ${{!name:-}} ]]; then",
+            '      export "$name=$value"',
+            "    fi",
+            '  done < "$hosts_file"',
+            "done"]
+
+
 def _placeholders(cmds: list[Command]) -> list[str]:
     names: dict[str, None] = {}
     for c in cmds:
@@ -69,12 +115,22 @@ def _placeholders(cmds: list[Command]) -> list[str]:
     return [n for n in names if n not in ("HOME", "PATH", "USER", "PWD")]
 
 
-def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], gpus: int, note: str) -> str:
-    """One sbatch script running ``cmds`` (node rank order) on one node each."""
+def job_name(inp: FormInput, job: str) -> str:
+    """``#SBATCH --job-name`` of ``job`` (``serve``, a pool, ``router``):
+    the recipe's repository name and the job, as a plain word."""
+    return _NAME.sub("-", f"{inp.ctx.recipe_id.split('/')[-1]}-{job}")[:64]
+
+
+def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], gpus: int, note: str,
+           hosts_for_router: bool = False, reads_hosts: tuple[str, ...] = ()) -> str:
+    """One sbatch script running ``cmds`` (node rank order) on one node each.
+    ``hosts_for_router``: the job writes its host names for the router job
+    (``_write_hosts``); ``reads_hosts``: the jobs whose files the router job
+    reads (``_read_hosts``) before it checks what it needs."""
     nodes = len(cmds)
     derived = _host_names(pool, nodes) if gpus else {}
     needed = [n for n in _placeholders(cmds) if n not in derived]
-    name = _NAME.sub("-", f"{inp.ctx.recipe_id.split('/')[-1]}-{job}")[:64]
+    name = job_name(inp, job)
     lines = ["#!/usr/bin/env bash", f"#SBATCH --job-name={name}", f"#SBATCH --nodes={nodes}",
              "#SBATCH --ntasks-per-node=1"]
     if gpus:
@@ -88,7 +144,8 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
     if inp.companions:
         lines.append("# Start first: " + comment(", ".join(c.label for c in inp.companions)) + " (see their tabs).")
     installed = ("vLLM must be installed on every node (the Install steps)." if gpus else
-                 f"Needs {comment(cmds[0].install)} where it runs." if cmds[0].install else "")
+                 f"Runs {comment(cmds[0].install)} first unless {comment(cmds[0].argv[0])} is on PATH (the "
+                 "environment the job was submitted from)." if cmds[0].install else "")
     lines += [f"# {installed}"] if installed else []
     lines += ["set -euo pipefail", "",
               f"EXPECTED_NODES={nodes}",
@@ -102,8 +159,17 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
               "  exit 1", "fi"]
     for ph, expr in derived.items():
         lines.append(f'export {ph}="{expr}"')
+    if hosts_for_router:
+        lines += _write_hosts(name, _router_hosts(pool, nodes))
+    if reads_hosts:
+        lines += _read_hosts([job_name(inp, j) for j in reads_hosts],
+                             r"^(PREFILL_NODE_|DECODE_NODE_)[0-9]+$" if reads_hosts != ("serve",) else r"^(HEAD_IP|NODE_[0-9]+_IP)$")
     for ph in needed:
-        lines.append(f': "${{{ph}:?set {ph} before sbatch (see the configurator page)}}"')
+        hint = (f"set {ph} before sbatch, or first submit {' and '.join(f'{j}.sbatch' for j in reads_hosts)} from "
+                f"this directory: the host names are read from what {'they write' if len(reads_hosts) > 1 else 'it writes'}"
+                if reads_hosts
+                else f"set {ph} before sbatch (see the configurator page)")
+        lines.append(f': "${{{ph}:?{hint}}}"')
         lines.append(f"export {ph}")
     lines += ["", "start_node() {",
               '  local rank="$SLURM_NODEID"',
@@ -113,8 +179,8 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
               '  case "$rank" in']
     for rank, c in enumerate(cmds):
         lines.append(f"    {rank})  # {comment(c.label)}")
-        if c.install:
-            lines.append(f"      # install first: {comment(c.install)}")
+        if c.install:  # whatever a job starts, it installs (issue 21): unless already on PATH
+            lines.append(f"      command -v {c.argv[0]} >/dev/null 2>&1 || {c.install}")
         for env_line in c.env_text.splitlines():
             lines.append("      " + env_line)
         body = c.command.split("\n")
@@ -144,19 +210,23 @@ def files(inp: FormInput, detail: object) -> tuple[tuple[Artifact, ...], Optiona
         cmds = sorted(cmds, key=lambda c: c.node_rank)
         job = pool or "serve"
         name = f"{job}.sbatch"
-        note = (f"The {pool} pool: submit with sbatch {name}; the router job needs its host names." if pool
-                else how.format(name=name))
-        out.append(Artifact(name, "text/x-shellscript", sbatch(inp, job, cmds, pool, _gpus_per_node(inp, pool), note),
+        note = (f"The {pool} pool: submit with sbatch {name}; it writes its host names for the router job." if pool
+                else how.format(name=name) + (" It writes its host names for the router job." if router else ""))
+        out.append(Artifact(name, "text/x-shellscript",
+                            sbatch(inp, job, cmds, pool, _gpus_per_node(inp, pool), note, hosts_for_router=bool(router)),
                             note=note))
     if router and any(c.pool for c in inp.commands):
-        note = ("The router: submit with sbatch router.sbatch once the pool jobs run, with PREFILL_NODE_<k> and "
-                "DECODE_NODE_<k> set to their host names (scontrol show hostnames of each job's node list).")
+        note = ("The router: submit with sbatch router.sbatch from the same directory once the pool jobs run: it "
+                "reads PREFILL_NODE_<k> and DECODE_NODE_<k> from the host files they write (a value set when "
+                "submitting wins).")
     elif router:  # hybrid-LB DP: the router lists every node's API server of the one serve job
-        note = ("The router: submit with sbatch router.sbatch once serve.sbatch runs, with HEAD_IP and NODE_<k>_IP "
-                "set to that job's host names in node order (scontrol show hostnames of its node list: the first "
-                "is HEAD_IP, the next NODE_1_IP, …).")
+        note = ("The router: submit with sbatch router.sbatch from the same directory once serve.sbatch runs: it "
+                "reads HEAD_IP and NODE_<k>_IP (that job's host names in node order) from the host file it "
+                "writes (a value set when submitting wins).")
     if router:
-        out.append(Artifact("router.sbatch", "text/x-shellscript", sbatch(inp, "router", router, None, 0, note), note=note))
+        reads = tuple(p or "serve" for p in groups)
+        out.append(Artifact("router.sbatch", "text/x-shellscript",
+                            sbatch(inp, "router", router, None, 0, note, reads_hosts=reads), note=note))
     return tuple(out), None
 
 
