@@ -720,7 +720,7 @@ def _render_recipe(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
 
 def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | None = None, strict: bool = False,
           repo_url: str = DEFAULT_REPO_URL, repo_branch: str = DEFAULT_REPO_BRANCH, base_path: str = "/",
-          neighbours: int = PRERENDER_NEIGHBOURS, precompress: bool = True) -> dict:
+          neighbours: int = PRERENDER_NEIGHBOURS, precompress: bool = True, progress=None) -> dict:
     """Build the whole site into ``out``; returns ``{recipes, out, errors, warnings}``.
 
     ``warnings`` lists what vLLM's CLI would refuse or ignore in the recipes
@@ -744,7 +744,12 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     ``base_path`` is the URL path the site is served under (``/`` or
     ``/<repo>/`` on GitHub Pages): ``404.html``, served at any unknown depth,
     loads its script and styles from there.
+
+    ``progress``: called with a line of what the build is doing (waiting for
+    another build's lock, the runtime, every tenth of the recipes); the CLI
+    prints them on stderr, so a 9-minute corpus build is never silent.
     """
+    say = progress or (lambda _line: None)
     repo_url = check_repo_url(repo_url)
     if not base_path.startswith("/") or not base_path.endswith("/") or not _SAFE_BASE.match(base_path):
         raise BuildError(f"--base-path {base_path!r} must be a URL path that starts and ends with '/', e.g. / or /recipes/")
@@ -771,7 +776,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     out = out.resolve()
     check_output_dir(out, recipes_dir.resolve())
     out.parent.mkdir(parents=True, exist_ok=True)
-    lock = _lock(out.parent / LOCK_NAME)
+    lock = _lock(out.parent / LOCK_NAME, say)
     _remove_stale_builds(out.parent)
     tmp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=out.parent))
     try:
@@ -780,6 +785,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
             (tmp / sub).mkdir()
         for asset in (ROOT / "site_src" / "assets").iterdir():
             shutil.copy2(asset, tmp / "assets" / asset.name)
+        say("making the Python runtime for the page (a memory snapshot: about a minute when not cached)")
         runtime = write_runtime(tmp)
         catalog_text = json.dumps(dump(catalog), separators=(",", ":"))
         (tmp / "data" / "catalog.json").write_text(catalog_text)
@@ -791,11 +797,22 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
                     repo_url=repo_url, repo_branch=repo_branch, public_ids=public_api_ids(paths),
                     catalog_text=catalog_text, neighbours=neighbours, checked=checked or {})
         jobs = jobs or os.cpu_count() or 1
+        say(f"building {len(paths)} recipe page(s) with {min(jobs, len(paths)) if len(paths) >= 8 else 1} process(es)")
+        step = max(1, len(paths) // 10)
+
+        def counted(found):
+            results = []
+            for n, r in enumerate(found, 1):
+                results.append(r)
+                if n % step == 0 or n == len(paths):
+                    say(f"  {n}/{len(paths)} recipe page(s)")
+            return results
+
         if jobs > 1 and len(paths) >= 8:
             with multiprocessing.get_context("fork").Pool(jobs) as pool:
-                results = pool.map(_recipe_job, list(paths), chunksize=4)
+                results = counted(pool.imap(_recipe_job, list(paths), chunksize=4))
         else:
-            results = [_recipe_job(rid) for rid in paths]
+            results = counted(_recipe_job(rid) for rid in paths)
         errors = unsafe_recipe_files(recipes_dir) + clashes + [e for _, _, errs in results for e in errs if e.level == "error"]
         warnings = catalog_warnings + [e for _, _, errs in results for e in errs if e.level != "error"]
         if errors and not keep_going:
@@ -857,7 +874,7 @@ def _cache_locked(cache: Path):
         os.close(fd)
 
 
-def _lock(path: Path) -> int:
+def _lock(path: Path, say=None) -> int:
     """An exclusive ``flock`` on the file ``path``: the build's own
     (``--out``'s parent / ``LOCK_NAME``: builds into one folder take turns, so a
     ``.build-*`` folder found while holding it belongs to a build that crashed)
@@ -867,6 +884,7 @@ def _lock(path: Path) -> int:
     symbolic link there is refused, never followed; a FIFO does not hang the
     open; an existing file is never truncated or written: ``flock`` needs no
     write access) and must be a regular file. Raises ``BuildError`` otherwise.
+    When another process holds it, ``say`` (if given) is told before waiting.
     Returns the open fd."""
     import fcntl
     import stat
@@ -880,7 +898,12 @@ def _lock(path: Path) -> int:
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise BuildError(f"{path} is not a regular file; the build never uses it as its lock (remove it)")
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        if say is not None:
+            say(f"waiting for another build to finish (it holds {path})")
+        fcntl.flock(fd, fcntl.LOCK_EX)
     return fd
 
 
@@ -1112,7 +1135,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = build(args.recipes, args.out, keep_going=args.keep_going, jobs=args.jobs, strict=args.strict,
                         repo_url=args.repo_url, repo_branch=args.repo_branch, base_path=args.base_path,
-                        neighbours=args.prerender, precompress=not args.no_precompress)
+                        neighbours=args.prerender, precompress=not args.no_precompress,
+                        progress=lambda line: print(line, file=sys.stderr, flush=True))
     except RecipeLoadError as exc:
         print(f"build failed: {len(exc.errors)} problem(s) in {args.recipes}:", file=sys.stderr)
         for e in exc.errors:

@@ -52,15 +52,17 @@ def why_lines(options) -> list[tuple[str, str]]:
     divide …"), the labels too ("3, 5–7, 9–16")."""
     import re
 
+    # A number with thousands separators ("458,946 tokens") is one number, never two.
+    number = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
     groups: dict[str, list] = {}
     for o in options:
         if not o.get("disabled") or not o.get("reason"):
             continue
-        groups.setdefault(re.sub(r"\d+(?:\.\d+)?", "#", o["reason"]), []).append(o)
+        groups.setdefault(re.sub(number, "#", o["reason"]), []).append(o)
     out = []
     for shape, opts in groups.items():
         texts = [o["reason"] for o in opts]
-        numbers = [re.findall(r"\d+(?:\.\d+)?", t) for t in texts]
+        numbers = [re.findall(number, t) for t in texts]
         pieces = shape.split("#")
         reason = pieces[0]
         for i, piece in enumerate(pieces[1:]):
@@ -87,7 +89,7 @@ def _span(values: list[str], labels: bool = False) -> str:
             return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
         if len(nums) > 4:
             return f"{min(nums)}–{max(nums)}"
-    return ", ".join(distinct)
+    return ("; " if any("," in v for v in distinct) else ", ").join(distinct)
 
 
 def lost_choices(notices) -> dict[str, list[str]]:

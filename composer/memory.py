@@ -572,11 +572,21 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def linear_state_bytes(facts: ModelFacts, tp: int) -> float | None:
-    """Bytes of one Gated DeltaNet layer's state for one request on one TP rank
+    """Bytes of one linear-attention layer's state for one request on one TP
+    rank: Kimi Delta Attention from ``linear_attn_config`` (below), else Gated
+    DeltaNet
     (``vllm/model_executor/layers/mamba/mamba_utils.py:272-293``
     ``gated_delta_net_state_shape``: conv state (kernel − 1) × (2·k_heads·k_dim +
     v_heads·v_dim)/TP, temporal state v_heads/TP × v_dim × k_dim, both in the
     model dtype, ``:98-110``), or None without the ``linear_*`` facts."""
+    la = facts.get("linear_attn_config") or {}
+    if isinstance(la, dict) and la.get("num_heads") and la.get("head_dim"):
+        # Kimi Delta Attention (Kimi Linear / K3): mamba_utils.py:296-319 kda_state_shape — conv state
+        # (kernel − 1) × (q + k + v widths, 3 · heads · head_dim) / TP in the model dtype, recurrent state
+        # heads/TP × head_dim × head_dim in float32 (kda_state_dtype, :133-149, mamba_ssm_cache_dtype auto).
+        heads, hd, kern = la["num_heads"], la["head_dim"], la.get("short_conv_kernel_size") or 4
+        tp = max(1, tp)
+        return (kern - 1) * 3 * heads * hd / tp * 2 + (heads / tp) * hd * hd * 4
     nk, nv = facts.get("linear_num_key_heads"), facts.get("linear_num_value_heads")
     dk, dv, kern = facts.get("linear_key_head_dim"), facts.get("linear_value_head_dim"), facts.get("linear_conv_kernel_dim")
     if not (nk and nv and dk and dv and kern):

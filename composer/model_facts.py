@@ -57,6 +57,9 @@ HF_KEYS: Mapping[str, str] = MappingProxyType({
     "num_nextn_predict_layers": "MTP layers shipped with the checkpoint",
     "tie_word_embeddings": "whether the LM head shares the embedding matrix",
     "moe_intermediate_size": "width of one routed expert's MLP",
+    "linear_attn_config": ("Kimi Linear / Kimi K3 hybrid layout: kda_layers and full_attn_layers (1-based layer "
+                           "numbers), the KDA layers' num_heads, head_dim, short_conv_kernel_size (vLLM reads these "
+                           "keys: models/kimi_k3/nvidia/model.py:1517-1523, transformers_utils/configs/kimi_linear.py:160)"),
     "linear_num_key_heads": "Gated DeltaNet key heads (linear-attention layers)",
     "linear_num_value_heads": "Gated DeltaNet value heads (linear-attention layers)",
     "linear_key_head_dim": "Gated DeltaNet key head width",
@@ -189,12 +192,19 @@ class ModelFacts:
 
     def layer_kinds(self) -> Optional[dict[str, int]]:
         """Decoder layers by KV kind: ``{"full": n, "sliding": n, "linear": n}``
-        from ``layer_types``, else ``full_attention_interval`` (every n-th layer
+        from ``linear_attn_config`` (Kimi Linear / K3: its ``kda_layers`` are
+        linear, the rest MLA), else from ``layer_types``, else ``full_attention_interval`` (every n-th layer
         full, the rest linear), else all full (or all sliding when the config
         gives a ``sliding_window`` and no ``layer_types``: vLLM then treats every
         layer as sliding, ``engine/arg_utils.py:2288-2294``); None without
         ``num_hidden_layers``."""
         n = self.values.get("num_hidden_layers")
+        la = self.values.get("linear_attn_config") or {}
+        if isinstance(la, Mapping) and la.get("kda_layers") and la.get("full_attn_layers") is not None:
+            # Kimi Linear / K3: layer i (0-based) is KDA when i + 1 is in kda_layers
+            # (vLLM transformers_utils/configs/kimi_linear.py:160), else MLA.
+            kda = len(la["kda_layers"])
+            return {"full": (n - kda) if n else len(la["full_attn_layers"]), "sliding": 0, "linear": kda}
         types = self.values.get("layer_types")
         if types:
             out = {"full": 0, "sliding": 0, "linear": 0}

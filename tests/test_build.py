@@ -121,8 +121,14 @@ def test_corpus_builds(tmp_path):
         for f in files:
             (source / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(CORPUS / f, source / f)
-    summary = build.build(source, tmp_path / "corpus", keep_going=True, neighbours=0, precompress=False)
+    said: list[str] = []
+    summary = build.build(source, tmp_path / "corpus", keep_going=True, neighbours=0, precompress=False,
+                          progress=said.append)
     assert summary["recipes"] == len(files) and len(files) >= (150 if FULL else 20)
+    # A long build says what it does: the runtime, then every tenth of the recipes, the last one counted.
+    counts = [ln.strip() for ln in said if ln.strip().endswith("recipe page(s)") and "/" in ln]
+    assert f"building {len(files)} recipe page(s)" in " ".join(said) and counts[-1] == f"{len(files)}/{len(files)} recipe page(s)"
+    assert 5 <= len(counts) <= 11
     assert summary["errors"] == []
     assert faulty <= {w.file for w in summary["warnings"]}
     assert (tmp_path / "corpus" / "MiniMaxAI" / "MiniMax-M3" / "index.html").is_file()
@@ -232,3 +238,25 @@ def test_half_installed_pyodide_says_run_npm_ci(tmp_path, monkeypatch):
     monkeypatch.setattr(build, "PYODIDE_DIR", half)
     with pytest.raises(build.BuildError, match="npm ci"):
         build.build(ROOT / "recipes", tmp_path / "out", neighbours=0, precompress=False)
+
+
+def test_a_build_waiting_for_anothers_lock_says_so(tmp_path):
+    """Two builds into one folder take turns; the second says it waits (a
+    user saw a build hang silently while another ran)."""
+    import os
+    import threading
+
+    held = build._lock(tmp_path / build.LOCK_NAME)
+    said: list[str] = []
+    got: list[int] = []
+    t = threading.Thread(target=lambda: got.append(build._lock(tmp_path / build.LOCK_NAME, said.append)))
+    t.start()
+    t.join(1.0)
+    assert t.is_alive() and not got and said and "waiting for another build" in said[0]
+    os.close(held)
+    t.join(10)
+    assert got
+    os.close(got[0])
+    free: list[str] = []
+    os.close(build._lock(tmp_path / build.LOCK_NAME, free.append))
+    assert free == []

@@ -47,7 +47,7 @@ def catalog():
     return load_catalog(CORPUS)
 
 
-@pytest.mark.parametrize("rid", sample(_recipes(), "offered-choices"))
+@pytest.mark.parametrize("rid", sample(_recipes(), "offered-choices", share=4))
 def test_every_offered_choice_composes(rid, catalog):
     ctx = make_context(rid, load_recipe(CORPUS, rid), catalog)
     count = 0

@@ -123,7 +123,7 @@ def test_a_throwaway_output_form_through_the_registry(k3, slurm_form, capsys):
     from composer.buildtime.cli import main
 
     assert main(["moonshotai/Kimi-K3", "--query", "hardware=h200", "--format", "toy"]) == 0
-    assert capsys.readouterr().out.startswith("# 4 × H200")  # 4 nodes hold the 1M context (issue 19)
+    assert capsys.readouterr().out.startswith("# 2 × H200")  # 2 nodes hold the 1M context (24 MLA layers)
     with pytest.raises(SystemExit):
         main(["moonshotai/Kimi-K3", "--format", "nope"])
 

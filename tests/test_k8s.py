@@ -546,7 +546,8 @@ def test_the_preflight_list_follows_the_plan(plan):
     for t in text.values():
         assert "nvidia.com/gpu" in t and "hf-token" in t and "ReadWriteMany" in t
     assert f"{n} H200 nodes labelled recipes.vllm.ai/gpu=h200" in text["tp"]
-    assert "8 GB200 NVL4 nodes" in text["pd"]
+    pd_sel = plan("hardware=gb200&strategy=pd_cluster")["selection"]
+    assert f"{pd_sel['prefill_nodes'] + pd_sel['decode_nodes']} GB200 NVL4 nodes" in text["pd"]
     # the steps apply, wait and reach the Service the plan serves on
     assert tp["steps"][0].startswith("kubectl apply --server-side") and not one["steps"][0].startswith("kubectl apply --server-side")
     assert "kubectl rollout status deployment/kimi-k3-b300" in " ".join(one["steps"])

@@ -52,8 +52,9 @@ def heads_ok(c, variant: str, tp_size: int) -> bool:
 
 @corpus
 @pytest.mark.parametrize("rid,query,was,subject", [
-    ("moonshotai/Kimi-K3", "hardware=gb200&strategy=pd_cluster", 12, "prefill_nodes"),
-    ("moonshotai/Kimi-K3", "hardware=gb200&strategy=pd_cluster&decode_mode=tp", 12, "prefill_nodes"),
+    # K3 has 96 heads (its config.json): GB200's 3-tray TP 12 divides them, 5 trays' TP 20 does not.
+    ("moonshotai/Kimi-K3", "hardware=gb200&strategy=multi_node_tp&nodes=5", 20, "nodes"),
+    ("moonshotai/Kimi-K3", "hardware=h100&strategy=multi_node_tp&nodes=5", 40, "nodes"),
     ("meta-llama/Llama-3.3-70B-Instruct", "hardware=h100&strategy=multi_node_tp&nodes=3", 24, "nodes"),
     ("meta-llama/Llama-3.3-70B-Instruct", "hardware=h100&strategy=multi_node_tp&nodes=6", 48, "nodes"),
     ("Qwen/Qwen3.6-35B-A3B", "hardware=dgx_spark_gb10&strategy=multi_node_tp&nodes=3", 3, "nodes"),
@@ -186,9 +187,11 @@ def _recipe_with_template(tmp_path: Path, path: str) -> Path:
 
 
 @pytest.mark.parametrize("query,status,nodes", [
-    ("hardware=h100&strategy=multi_node_tp&nodes=4", "error", 4),  # no TP count holds it: an error with fixes
-    ("hardware=h100&strategy=multi_node_tp_pp&nodes=3", "ok", 4),  # PP splits the layers: 4 stages hold it
-    ("hardware=h200&nodes=2&strategy=multi_node_tp", "ok", 4),  # the README's first CLI example before issue 19 (now on B200)
+    # K3's real layout (24 MLA layers of 93, the rest KDA with a fixed state): 4 × H100 (TP 32) hold the weights
+    # but not one 1M-token sequence, 5 nodes' TP 40 does not divide the 96 heads: 6 nodes (TP 48).
+    ("hardware=h100&strategy=multi_node_tp&nodes=4", "ok", 6),
+    ("hardware=h100&strategy=multi_node_tp_pp&nodes=3", "ok", 3),  # PP splits the layers: 3 stages hold it
+    ("hardware=h200&nodes=2&strategy=multi_node_tp", "ok", 2),  # the public page's default H200 × 2 now serves
 ])
 def test_context_the_kv_cache_cannot_hold(query, status, nodes):
     """Issue 18's cases of a model context (1M tokens, no --max-model-len)
@@ -209,7 +212,8 @@ def test_typed_plan_and_its_json_give_the_same_violations():
     from composer.plan import plan_and_selection
 
     c = ctx(ROOT / "recipes", "moonshotai/Kimi-K3")
-    plan, _, _ = plan_and_selection(c, "hardware=h100&strategy=multi_node_tp&nodes=4", every_form=False)
+    # The decode pool's --max-num-batched-tokens 32 under Advanced's --max-num-seqs 256: vLLM refuses it.
+    plan, _, _ = plan_and_selection(c, "hardware=h100&strategy=pd_cluster&advanced=max_num_seqs_256", every_form=False)
     typed = check_plan(c, plan)
     assert typed and typed == check_plan(c, to_json(plan))
 

@@ -65,7 +65,7 @@ def test_no_ok_plan_of_ours_breaks_a_launch_rule(rid):
 
 
 @corpus
-@pytest.mark.parametrize("rid", sample(_corpus_ids(), "launch-rules"))
+@pytest.mark.parametrize("rid", sample(_corpus_ids(), "launch-rules", share=4))
 def test_no_ok_plan_of_a_corpus_default_page_breaks_a_launch_rule(rid):
     page = compose_page(context("corpus", rid), "")
     queries = [""] + [o["query"] for items in page["options"].values() for o in items]

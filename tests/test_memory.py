@@ -285,11 +285,11 @@ def test_a_context_that_cannot_fit_is_an_error_with_one_click_fixes(catalog):
 
 
 def test_multi_node_sizing_picks_nodes_that_hold_the_models_context(plan):
-    """Kimi K3 (1M-token context, no --max-model-len) on H200: 2 nodes hold
-    about 0.6 of one sequence, so the composer sizes 4 (TP 32; 3 nodes' TP 24
-    would not divide the 64 heads) and says why."""
-    p = plan("hardware=h200&strategy=multi_node_tp&nodes=2")
-    assert p["selection"]["nodes"] == 4 and p["status"] == "ok"
+    """Kimi K3 (1M-token context, no --max-model-len) on H100: 3 and 4 nodes
+    hold the weights but not one sequence, 5 nodes' TP 40 would not divide the
+    96 heads, so the composer sizes 6 (TP 48) and says why."""
+    p = plan("hardware=h100&strategy=multi_node_tp&nodes=2")
+    assert p["selection"]["nodes"] == 6 and p["status"] == "ok"
     assert any(n["code"] == "nodes-raised" for n in p["notices"])
     assert p["capacity"][0]["max_concurrency"] >= 1.0
 

@@ -59,11 +59,14 @@ def test_recipe_values_come_first_then_data_then_unknown():
     assert f.origin["vocab_size"].startswith("data:") and f.get("vocab_size") == 128256
     assert f.derived_max_model_len() == 131072  # llama3 RoPE: the length is already scaled
     assert f.source.startswith("Hugging Face config.json") and f.is_moe is False and f.use_mla is False
-    # Kimi K3's config is not public: the recipe's own values only, the rest unknown.
+    # Kimi K3: the recipe's values first, our data (its config.json, second-hand) for the rest,
+    # including the hybrid layout: 24 MLA layers, 69 KDA layers with a state per sequence.
     rid = "moonshotai/Kimi-K3"
     k3 = model_facts(make_context(rid, load_recipe(ROOT / "recipes", rid), cat))
-    assert set(k3.origin.values()) == {"recipe"} and k3.use_mla is True and k3.is_moe is True
-    assert k3.get("vocab_size") is None and k3.derived_max_model_len() is None and k3.context_length == 1048576
+    assert k3.origin["num_attention_heads"] == "recipe" and k3.origin["vocab_size"] == "data:moonshotai/Kimi-K3"
+    assert k3.use_mla is True and k3.is_moe is True and k3.num_attention_heads == 96
+    assert k3.layer_kinds() == {"full": 24, "sliding": 0, "linear": 69}
+    assert k3.derived_max_model_len() == 1048576 == k3.context_length
     unknown = facts_for("org/unknown")
     assert unknown.num_attention_heads is None and unknown.is_moe is None and unknown.use_mla is None
 
@@ -96,3 +99,17 @@ def test_corpus_coverage_is_reported():
         ids = [ctx.recipe.model.model_id] + [ctx.model_id(v) for v in ctx.recipe.variants]
         (covered if any(data_entry(i) for i in ids) else missing).append(rid)
     assert len(covered) >= 12 and len(covered) + len(missing) == len(recipe_paths(CORPUS))
+
+
+def test_kda_state_is_vllms_kda_state_shape():
+    """Kimi Delta Attention's per-sequence state per layer and TP rank, as
+    vLLM 0.33.0 sizes it (mamba_utils.py:296-319, dtypes :133-149): conv
+    (kernel − 1) × 3 · heads · head_dim / TP in bf16, recurrent heads / TP ×
+    head_dim² in float32."""
+    from composer.memory import linear_state_bytes
+
+    k3 = facts_for("moonshotai/Kimi-K3")
+    for tp in (8, 16, 32):
+        conv = 3 * (3 * 96 * 128 // tp) * 2
+        recurrent = (96 // tp) * 128 * 128 * 4
+        assert linear_state_bytes(k3, tp) == conv + recurrent

@@ -28,7 +28,7 @@ def _pages(source: str):
         if not root.exists():
             continue
         catalog = load_catalog(root)
-        for rid in (sample(recipe_paths(root), "notices") if root == CORPUS else recipe_paths(root)):
+        for rid in (sample(recipe_paths(root), "notices", share=4) if root == CORPUS else recipe_paths(root)):
             ctx = make_context(rid, load_recipe(root, rid), catalog)
             hws = ctx.listed_hardware[:6 if root != CORPUS or FULL else 3]
             queries = [""] + [f"strategy={s}" for s in ctx.strategies] + [f"hardware={h}" for h in hws]
@@ -65,3 +65,16 @@ def test_notices_name_no_key_paths_and_why_unavailable_lists_each_reason_once(so
             checked += 1
     assert not bad, bad[:5]
     assert checked > 20
+
+
+def test_why_lines_keep_a_thousands_separated_number_whole():
+    """Found on the Kimi K3 H100 page: "~458,946 tokens" and "~986,025 tokens"
+    were merged digit group by digit group into "~458, 986,946, 025 tokens"."""
+    from composer.controls import why_lines
+
+    opts = [{"disabled": True, "label": n, "reason": f"on {n} × H100 the KV cache holds {c}x (~{t} tokens)."}
+            for n, c, t in ((3, "0.44", "458,946"), (4, "0.94", "986,025"))]
+    assert why_lines(opts) == [("3, 4", "on 3, 4 × H100 the KV cache holds 0.44, 0.94x (~458,946; 986,025 tokens).")]
+    tp = [{"disabled": True, "label": n, "reason": f"TP {8 * n} does not divide the model's 96 attention heads."}
+          for n in (5, 7, 8, 9, 10, 11)]
+    assert why_lines(tp) == [("5, 7–11", "TP 40–88 does not divide the model's 96 attention heads.")]

@@ -44,7 +44,7 @@ HOSTILE = [
     ("advanced=dcp_8", "advanced-unavailable", {"advanced": []}),
     ("kv_offload=bogus", "invalid-kv-offload", {"kv_offload": "off"}),
     ("variant=nvfp4", "invalid-variant", {"variant": "default"}),
-    ("hardware=h200&hardware=b300", "query-ignored", {"hardware": "h200", "nodes": 4}),
+    ("hardware=h200&hardware=b300", "query-ignored", {"hardware": "h200", "nodes": 2}),
     ("nodes=2&nodes=3&strategy=multi_node_tp", "query-ignored", {"nodes": 2}),
     (BIG, "query-ignored", {"hardware": "h200"}),
     ("features=" + "x" * 20_000, "query-ignored", {"features": DEFAULT["features"]}),

@@ -165,9 +165,9 @@ def test_switching_variant_or_hardware_keeps_what_still_works(catalog):
     h200 = next(o for o in plan["options"]["hardware"] if o["id"] == "h200")
     after = compose_page(k3, h200["query"])["selection"]
     assert (after["hardware"], after["strategy"]) == ("h200", "multi_node_tep")
-    pd = compose_page(k3, "hardware=b300&strategy=pd_cluster&prefill_nodes=8")
+    pd = compose_page(k3, "hardware=b300&strategy=pd_cluster&prefill_nodes=6")  # TEP: TP 48 divides 96 heads
     dep = next(o for o in pd["options"]["prefill_mode"] if o["id"] == "dep")
-    assert compose_page(k3, dep["query"])["selection"]["prefill_nodes"] == 8
+    assert compose_page(k3, dep["query"])["selection"]["prefill_nodes"] == 6
     assert pd["options"]["nodes"] == []  # P/D sizes its pools instead
 
 

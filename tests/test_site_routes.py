@@ -100,14 +100,14 @@ def test_pd_summary_and_capacity_say_the_cluster_size(plan):
     sel = p["selection"]
     total = sel["prefill_nodes"] + sel["decode_nodes"]
     gpu_nodes = len({(c["role"], c["node_rank"]) for c in p["commands"] + p["blocked_commands"] if c["role"] != "router"})
-    assert total == gpu_nodes == 7  # prefill 4 × TEP + decode 3 × DEP hold one 1M-token sequence each (issue 19)
+    assert total == gpu_nodes == 4  # prefill 2 × TEP + decode 2 × DEP (its floor) hold one 1M-token sequence each
     assert p["summary"].startswith(f"{total} × H200 nodes")
     assert "router on any host" in p["summary"]
     pools = [c for c in p["capacity"] if c["scope"] in ("prefill", "decode")]
     assert len(pools) == 2 and all(f"of the {total} × H200 nodes" in c["message"] for c in pools)
     bigger = plan("hardware=h200&strategy=pd_cluster&decode_nodes=4")
     n = bigger["selection"]["prefill_nodes"] + bigger["selection"]["decode_nodes"]
-    assert n == 8 and bigger["summary"].startswith("8 × H200 nodes")
+    assert n == 6 and bigger["summary"].startswith("6 × H200 nodes")
 
 
 def test_corpus_routes_lead_to_real_recipes_and_variants():

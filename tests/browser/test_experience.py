@@ -177,7 +177,7 @@ def test_choice_made_while_loading_is_applied_when_ready(page, server):
     wait_ready(page)
     page.wait_for_function("() => location.search.includes('hardware=h200')")
     state = assert_matches_cli(page)
-    assert state["selected"]["hardware"] == ["h200"] and state["selected"]["nodes"] == ["4"]  # 4 × H200 hold the 1M context (issue 19)
+    assert state["selected"]["hardware"] == ["h200"] and state["selected"]["nodes"] == ["2"]  # 2 × H200 hold the 1M context (24 MLA layers)
 
 
 def test_focus_shows_what_a_choice_would_switch(page, server):

@@ -114,8 +114,8 @@ def test_an_adjustment_reads_the_same_from_a_click_and_from_a_link(page, server)
     page.wait_for_function("() => location.search.includes('h100')")
     settle(page)
     clicked = node_notice(page)
-    assert page.locator('#controls input[name="nodes"]:checked').get_attribute("value") == "4"
-    assert clicked and clicked[0]["text"].startswith("4 nodes are the fewest that work on H100")
+    assert page.locator('#controls input[name="nodes"]:checked').get_attribute("value") == "6"
+    assert clicked and clicked[0]["text"].startswith("6 nodes are the fewest that work on H100")
     # the same state reached by its link
     page.goto(server + K3 + "?" + page.evaluate("() => location.search.slice(1)"))
     wait_ready(page)

@@ -123,7 +123,7 @@ def test_click_through_every_dimension(page, server):
     wait_ready(page)
     seen_queries, seen_argvs = set(), []
     steps = [
-        ("hardware", "h200"),        # → 4 nodes, multi-node TP 32 (the memory model of issue 19)
+        ("hardware", "h200"),        # → 2 nodes, multi-node TP 16 (24 MLA layers hold 1M tokens)
         ("nodes", "8"),
         ("strategy", "multi_node_dep"),
         ("features", "spec_decoding"),
