@@ -48,12 +48,13 @@ def why_lines(options) -> list[tuple[str, str]]:
     """The "Why N unavailable" list of a group: one ``(labels, reason)`` line
     per distinct reason, in option order (README: "one line per distinct
     reason"). Reasons that differ only in their numbers are one line, the
-    numbers that vary given as a range or a short list ("TP 24–128 does not
-    divide …"), the labels too ("3, 5–7, 9–16")."""
+    numbers that vary listed, runs of consecutive ones as a range ("TP 40,
+    56, 64 … does not divide …"), the labels too ("5, 7–11, 13–16")."""
     import re
 
-    # A number with thousands separators ("458,946 tokens") is one number, never two.
-    number = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+    # A number with thousands separators ("458,946 tokens") is one number, never two; digits that are
+    # part of a name or a version ("GB200", "0.33.0") are not numbers to merge.
+    number = r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?!\d|\.\d|,\d)"
     groups: dict[str, list] = {}
     for o in options:
         if not o.get("disabled") or not o.get("reason"):
@@ -78,17 +79,15 @@ def _span(values: list[str], labels: bool = False) -> str:
     if len(distinct) == 1:
         return distinct[0]
     if all(v.isdigit() for v in distinct):
-        nums = [int(v) for v in distinct]
-        if labels:
-            runs: list[list[int]] = []
-            for n in nums:
-                if runs and n == runs[-1][-1] + 1:
-                    runs[-1].append(n)
-                else:
-                    runs.append([n])
-            return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
-        if len(nums) > 4:
-            return f"{min(nums)}–{max(nums)}"
+        # Runs of consecutive integers become a–b, labels and values alike: "TP 40–128" would
+        # claim 48 and 96 as well (an adversarial finding on the K3 page).
+        runs: list[list[int]] = []
+        for n in (int(v) for v in distinct):
+            if runs and n == runs[-1][-1] + 1:
+                runs[-1].append(n)
+            else:
+                runs.append([n])
+        return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
     return ("; " if any("," in v for v in distinct) else ", ").join(distinct)
 
 

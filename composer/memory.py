@@ -579,8 +579,13 @@ def linear_state_bytes(facts: ModelFacts, tp: int) -> float | None:
     ``gated_delta_net_state_shape``: conv state (kernel − 1) × (2·k_heads·k_dim +
     v_heads·v_dim)/TP, temporal state v_heads/TP × v_dim × k_dim, both in the
     model dtype, ``:98-110``), or None without the ``linear_*`` facts."""
-    la = facts.get("linear_attn_config") or {}
-    if isinstance(la, dict) and la.get("num_heads") and la.get("head_dim"):
+    la = facts.get("linear_attn_config")
+    if la is not None:
+        sizes = [la.get("num_heads"), la.get("head_dim"), la.get("short_conv_kernel_size", 4)] if isinstance(la, dict) else []
+        if not sizes or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes):
+            return None  # a KDA block without positive integer sizes: unknown, never a negative state
+        if la["num_heads"] % max(1, tp):
+            return None  # vLLM's divide() refuses KDA heads TP does not divide (mamba_utils.py:318)
         # Kimi Delta Attention (Kimi Linear / K3): mamba_utils.py:296-319 kda_state_shape — conv state
         # (kernel − 1) × (q + k + v widths, 3 · heads · head_dim) / TP in the model dtype, recurrent state
         # heads/TP × head_dim × head_dim in float32 (kda_state_dtype, :133-149, mamba_ssm_cache_dtype auto).

@@ -199,12 +199,19 @@ class ModelFacts:
         layer as sliding, ``engine/arg_utils.py:2288-2294``); None without
         ``num_hidden_layers``."""
         n = self.values.get("num_hidden_layers")
-        la = self.values.get("linear_attn_config") or {}
-        if isinstance(la, Mapping) and la.get("kda_layers") and la.get("full_attn_layers") is not None:
+        la = self.values.get("linear_attn_config")
+        if la is not None:
             # Kimi Linear / K3: layer i (0-based) is KDA when i + 1 is in kda_layers
-            # (vLLM transformers_utils/configs/kimi_linear.py:160), else MLA.
-            kda = len(la["kda_layers"])
-            return {"full": (n - kda) if n else len(la["full_attn_layers"]), "sliding": 0, "linear": kda}
+            # (vLLM transformers_utils/configs/kimi_linear.py:160), else MLA. A layout
+            # that does not add up (not lists of layer numbers 1..n, more KDA layers
+            # than layers) is unknown, never a negative count.
+            kda, full = (la.get("kda_layers"), la.get("full_attn_layers")) if isinstance(la, Mapping) else (None, None)
+            if not (isinstance(kda, list) and isinstance(full, list) and isinstance(n, int) and n > 0):
+                return None
+            if not (all(isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= n for i in kda + full)
+                    and len(set(kda)) == len(kda) and not set(kda) & set(full)):
+                return None
+            return {"full": n - len(kda), "sliding": 0, "linear": len(kda)}
         types = self.values.get("layer_types")
         if types:
             out = {"full": 0, "sliding": 0, "linear": 0}

@@ -605,14 +605,16 @@ def _of_kind(ctx: RecipeContext, sids: list[str], deploy: str, kinds: tuple[str,
 
 def fit_hint(ctx: RecipeContext, sel: Selection) -> str:
     """What would fit instead, as one or two sentences ("" when the weights'
-    size is unknown): the first other multi-node strategy of the recipe that
-    serves here — a node count whose layout is valid and holds the weights
+    size is unknown): the other multi-node strategy of the recipe that
+    serves here on the fewest nodes — a node count whose layout is valid and holds the weights
     and one sequence of the max-model-len in force (``smallest_nodes``'
     first pass, so the count named is the one the strategy would get) — and
     the listed hardware one node of which holds the weights. A strategy that
     would itself be a capacity error is never advised (a fresh user's finding:
     Kimi K3 on H100 advised Multi-node TP, which cannot hold a 1M-token
-    sequence there)."""
+    sequence there); of those that serve, the one on the fewest nodes (the
+    recipe's order breaks a tie: K3 on H100 → TP + PP on 3 nodes, not
+    Multi-node TP on 6)."""
     weights = ctx.weights_gb(sel.variant)
     if weights is None:
         return ""
@@ -620,15 +622,17 @@ def fit_hint(ctx: RecipeContext, sel: Selection) -> str:
             and ctx.hardware_block_reason(h, sel.variant) is None and ctx.fits_one_node(h, sel.variant)]
     hw = ctx.hw(sel.hardware)
     parts = []
+    best: tuple[int, str] | None = None  # the fewest nodes wins; the recipe's strategy order breaks a tie
     for sid in ctx.strategies:
         if sid == sel.strategy or ctx.strategy(sid).deploy_type != "multi_node" or ctx.strategy_block_reason(sid, sel.hardware):
             continue
         other = replace(sel, strategy=sid)
         found = next((k for k in range(max(2, ctx.floor_nodes(sid, sel.hardware)), MAX_NODES + 1)
-                      if layout_ok(ctx, other, layout_for(ctx, other, k)) is None), None)
-        if found is not None:
-            parts.append(f"On {hw.display_name}, {ctx.strategy_label(sid)} on {found} nodes holds them.")
-            break
+                      if (best is None or k < best[0]) and layout_ok(ctx, other, layout_for(ctx, other, k)) is None), None)
+        if found is not None and (best is None or found < best[0]):
+            best = (found, sid)
+    if best is not None:
+        parts.append(f"On {hw.display_name}, {ctx.strategy_label(best[1])} on {best[0]} nodes holds them.")
     if hold:
         parts.append(f"One node of {', '.join(hold)} holds {weights:g} GB.")
     return " ".join(parts)

@@ -209,3 +209,23 @@ def test_cli_out_again_removes_only_what_the_previous_plan_wrote(tmp_path, capsy
     (out / next(iter(listed))).symlink_to(out / "mine.yaml")
     assert main(["moonshotai/Kimi-K3", "--query", "hardware=b300", "--format", "config", "--out", str(out)]) == 2
     assert "symbolic link" in capsys.readouterr().err and (out / "mine.yaml").read_text() == "keep\n"
+
+
+def test_cli_out_replaces_a_hard_link_instead_of_writing_through_it(tmp_path, capsys):
+    """Adversarial finding: a hard link named like a plan file made --out overwrite (and chmod 755)
+    the file it pointed to; a FIFO there made the CLI hang."""
+    import os
+
+    from composer.buildtime.cli import main
+
+    out, precious = tmp_path / "out", tmp_path / "precious.txt"
+    out.mkdir()
+    precious.write_text("mine\n")
+    os.link(precious, out / "serve.sbatch")
+    assert main(["moonshotai/Kimi-K3", "--query", "hardware=b300", "--format", "slurm", "--out", str(out)]) == 0
+    assert precious.read_text() == "mine\n" and not os.access(precious, os.X_OK)
+    assert (out / "serve.sbatch").read_text().startswith("#!/usr/bin/env bash")
+    (out / "serve.sbatch").unlink()
+    os.mkfifo(out / "serve.sbatch")
+    assert main(["moonshotai/Kimi-K3", "--query", "hardware=b300", "--format", "slurm", "--out", str(out)]) == 2
+    assert "not a regular file" in capsys.readouterr().err

@@ -113,3 +113,30 @@ def test_kda_state_is_vllms_kda_state_shape():
         conv = 3 * (3 * 96 * 128 // tp) * 2
         recurrent = (96 // tp) * 128 * 128 * 4
         assert linear_state_bytes(k3, tp) == conv + recurrent
+
+
+@pytest.mark.parametrize("la", [
+    {"kda_layers": 69, "full_attn_layers": [4]},                        # not a list
+    {"kda_layers": "1,2,3", "full_attn_layers": [4]},                   # a string is not a list of layers
+    {"kda_layers": list(range(1, 70)), "full_attn_layers": [70]},       # more KDA layers than the 61 layers
+    {"kda_layers": [1, 1, 2], "full_attn_layers": [3]},                 # a layer twice
+    {"kda_layers": [1, 2], "full_attn_layers": [2]},                    # a layer in both
+])
+def test_a_kda_layout_that_does_not_add_up_is_unknown_never_negative(la):
+    """An adversarial finding: 69 KDA layers on a 61-layer model gave -8 MLA
+    layers and "-4,937,014 tokens". A layout that does not add up is unknown."""
+    from composer.model_facts import ModelFacts
+
+    f = ModelFacts("m", {"num_hidden_layers": 61, "kv_lora_rank": 512, "linear_attn_config": la})
+    assert f.layer_kinds() is None
+
+
+@pytest.mark.parametrize("la", [{"num_heads": "96", "head_dim": 128}, {"num_heads": 96, "head_dim": 0},
+                                {"num_heads": -96, "head_dim": 128}, {"num_heads": 96, "head_dim": 128,
+                                                                      "short_conv_kernel_size": -1},
+                                {"head_dim": 128}, {"num_heads": 7, "head_dim": 128}])
+def test_kda_sizes_that_are_not_positive_integers_or_not_divisible_give_no_state(la):
+    from composer.memory import linear_state_bytes
+    from composer.model_facts import ModelFacts
+
+    assert linear_state_bytes(ModelFacts("m", {"linear_attn_config": la}), 16) is None

@@ -77,4 +77,10 @@ def test_why_lines_keep_a_thousands_separated_number_whole():
     assert why_lines(opts) == [("3, 4", "on 3, 4 × H100 the KV cache holds 0.44, 0.94x (~458,946; 986,025 tokens).")]
     tp = [{"disabled": True, "label": n, "reason": f"TP {8 * n} does not divide the model's 96 attention heads."}
           for n in (5, 7, 8, 9, 10, 11)]
-    assert why_lines(tp) == [("5, 7–11", "TP 40–88 does not divide the model's 96 attention heads.")]
+    # never a range that claims values it does not have (TP 48 divides 96)
+    assert why_lines(tp) == [("5, 7–11", "TP 40, 56, 64, 72, 80, 88 does not divide the model's 96 attention heads.")]
+    hw = [{"disabled": True, "label": h, "reason": f"not supported on {h} with vLLM 0.{v}.0."}
+          for h, v in (("GB200", 33), ("GB300", 9))]
+    assert [r for _, r in why_lines(hw)] == ["not supported on GB200 with vLLM 0.33.0.", "not supported on GB300 with vLLM 0.9.0."]
+    odd = [{"disabled": True, "label": i, "reason": f"holds {t} tokens."} for i, t in ((1, "1,23"), (2, "4,56"))]
+    assert [r for _, r in why_lines(odd)] == ["holds 1,23 tokens.", "holds 4,56 tokens."]

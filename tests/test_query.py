@@ -199,3 +199,19 @@ def test_the_cli_help_names_the_other_commands_and_the_exit_status(capsys):
     text = capsys.readouterr().out
     assert "python -m composer check" in text and "python -m composer import" in text
     assert "1 the plan has errors" in text
+
+
+@pytest.mark.parametrize("text,want", [("hardware=h200&nodes=2&x=http://a", "hardware=h200&nodes=2&x=http://a"),
+                                       ("HTTPS://h/p/?hardware=h200", "hardware=h200")])
+def test_only_text_that_starts_as_a_link_is_read_as_one(text, want):
+    from composer.buildtime.cli import page_query
+
+    assert page_query(text) == want
+
+
+def test_a_broken_link_is_a_clear_error_not_a_traceback(capsys):
+    from composer.buildtime.cli import main
+
+    assert main(["moonshotai/Kimi-K3", "--query", "https://[::1/moonshotai/Kimi-K3/?hardware=h200"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: not a page link") and "Traceback" not in err

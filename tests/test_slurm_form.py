@@ -38,6 +38,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 printf '%s\n' "$n" > "$FAKE_DIR/srun.nodes"
+# what a running job has published for the router (removed when the job ends)
+mkdir -p "$FAKE_DIR/kept" && cp -f "${SLURM_SUBMIT_DIR:-$PWD}"/*.hosts "$FAKE_DIR/kept/" 2>/dev/null || true
 read -r -a hosts <<< "$FAKE_HOSTS"
 status=0
 for ((i = 0; i < n; i++)); do
@@ -257,6 +259,16 @@ def test_the_router_job_reads_the_host_names_the_other_jobs_write(k3, tmp_path, 
         hosts[job] = [f"{job}-h{i}" for i in range(n)]
         out, _ = run_job(scripts[name], hosts[job], {**USER_VALUES, "SLURM_SUBMIT_DIR": str(tmp_path)}, tmp_path, fake_bin)
         assert out.returncode == 0, out.stderr
+        assert not list(tmp_path.glob("*.hosts"))  # gone when the job ends: never a stale address for the router
+    # the pool jobs still running: their files are there (as srun saw them)
+    for kept in (tmp_path / "kept").glob("*.hosts"):
+        (tmp_path / kept.name).write_text(kept.read_text())
+    # a job that stops at its own checks publishes nothing
+    for name in scripts:
+        if name != "router.sbatch":
+            out, _ = run_job(scripts[name], ["x1", "x2", "x3", "x4"][:1], {"SLURM_SUBMIT_DIR": str(tmp_path / "other")},
+                             tmp_path, fake_bin)
+            assert out.returncode != 0 and not (tmp_path / "other").exists()
     values = {}
     for job, hs in hosts.items():
         for k, h in enumerate(hs):

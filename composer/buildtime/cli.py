@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -146,9 +147,13 @@ def print_form(ctx, query: str, form_id: str, out_dir: Path | None = None) -> in
                 target = out_dir / a["file_name"]
                 if target.is_symlink():
                     raise OSError(f"refusing to write {target}: it is a symbolic link")
-                target.write_text(a["text"] if a["text"].endswith("\n") else a["text"] + "\n")
-                if target.suffix in (".sh", ".sbatch"):
-                    target.chmod(0o755)
+                if target.exists() and not target.is_file():
+                    raise OSError(f"refusing to write {target}: it is not a regular file")
+                # a new file renamed into place: a hard link to someone's file there is replaced, never written through
+                tmp = out_dir / f".{a['file_name']}.{os.getpid()}.tmp"
+                tmp.write_text(a["text"] if a["text"].endswith("\n") else a["text"] + "\n")
+                tmp.chmod(0o755 if target.suffix in (".sh", ".sbatch") else 0o644)
+                tmp.replace(target)
                 print(f"wrote {target}")
             _drop_previous(out_dir, {a["file_name"] for a in files})
         except OSError as exc:
@@ -206,8 +211,12 @@ def page_query(text: str) -> str:
     positional id). Other text is returned as is, so the composer reports its
     unknown parameters as for any query."""
     text = (text or "").strip()
-    if "://" in text or text.startswith(("/", "?")):
-        return urlsplit(text).query
+    # A link starts with a scheme, "/" or "?": a "://" inside a value ("x=http://a") is a query.
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text) or text.startswith(("/", "?")):
+        try:
+            return urlsplit(text).query
+        except ValueError as exc:  # "https://[::1/…": say so, never a traceback
+            raise ValueError(f"not a page link: {text!r} ({exc})") from None
     return text
 
 
@@ -246,8 +255,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compare", default=None, metavar="QUERY",
                     help="show the plan of --query (A) beside QUERY's (B): argv/env per node, capacity, notices")
     args = ap.parse_args(argv)
-    args.query = page_query(args.query)
-    args.compare = None if args.compare is None else page_query(args.compare)
+    try:
+        args.query = page_query(args.query)
+        args.compare = None if args.compare is None else page_query(args.compare)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         catalog = load_catalog_checked(args.recipes)
         paths = recipe_paths(args.recipes)

@@ -87,7 +87,11 @@ def _write_hosts(job_name: str, names: dict[str, str]) -> list[str]:
     path = HOSTS_FILE % job_name
     body = " ".join(f'"{n}={expr}"' for n, expr in names.items())
     return [f'HOSTS_FILE="{path}"',
-            f'printf \'%s\\n\' {body} > "$HOSTS_FILE.tmp.$$" && mv -f "$HOSTS_FILE.tmp.$$" "$HOSTS_FILE"',
+            "# only while this job runs: a file left by an earlier or failed job would send the router elsewhere",
+            "trap 'rm -f \"$HOSTS_FILE\"' EXIT",
+            f'if ! {{ printf \'%s\\n\' {body} > "$HOSTS_FILE.tmp.$$" && mv -f "$HOSTS_FILE.tmp.$$" "$HOSTS_FILE"; }}; then',
+            '  echo "error: cannot write $HOSTS_FILE (the router job reads the host names there)" >&2',
+            "  exit 1", "fi",
             'echo "host names for the router written to $HOSTS_FILE" >&2']
 
 
@@ -99,7 +103,8 @@ def _read_hosts(job_names: list[str], pattern: str) -> list[str]:
     files = " ".join(f'"{HOSTS_FILE % n}"' for n in job_names)
     return [f"for hosts_file in {files}; do",
             '  [ -f "$hosts_file" ] || continue',
-            "  while IFS='=' read -r name value; do",
+            "  while IFS='=' read -r name value || [[ -n $name ]]; do",
+            "    value=${value%$'\\r'}",
             f"    if [[ $name =~ {pattern} && $value =~ {_HOST_VALUE} && -z ${{!name:-}} ]]; then",
             '      export "$name=$value"',
             "    fi",
@@ -118,7 +123,8 @@ def _placeholders(cmds: list[Command]) -> list[str]:
 def job_name(inp: FormInput, job: str) -> str:
     """``#SBATCH --job-name`` of ``job`` (``serve``, a pool, ``router``):
     the recipe's repository name and the job, as a plain word."""
-    return _NAME.sub("-", f"{inp.ctx.recipe_id.split('/')[-1]}-{job}")[:64]
+    suffix = _NAME.sub("-", job)
+    return _NAME.sub("-", inp.ctx.recipe_id.split("/")[-1])[:63 - len(suffix)] + "-" + suffix
 
 
 def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], gpus: int, note: str,
@@ -159,8 +165,6 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
               "  exit 1", "fi"]
     for ph, expr in derived.items():
         lines.append(f'export {ph}="{expr}"')
-    if hosts_for_router:
-        lines += _write_hosts(name, _router_hosts(pool, nodes))
     if reads_hosts:
         lines += _read_hosts([job_name(inp, j) for j in reads_hosts],
                              r"^(PREFILL_NODE_|DECODE_NODE_)[0-9]+$" if reads_hosts != ("serve",) else r"^(HEAD_IP|NODE_[0-9]+_IP)$")
@@ -171,6 +175,8 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
                 else f"set {ph} before sbatch (see the configurator page)")
         lines.append(f': "${{{ph}:?{hint}}}"')
         lines.append(f"export {ph}")
+    if hosts_for_router:  # after every check: a job that stops here leaves no host names behind
+        lines += _write_hosts(name, _router_hosts(pool, nodes))
     lines += ["", "start_node() {",
               '  local rank="$SLURM_NODEID"',
               '  if [ "${SLURM_PROCID:-}" != "$rank" ]; then',

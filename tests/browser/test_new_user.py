@@ -121,11 +121,11 @@ def test_an_adjustment_reads_the_same_from_a_click_and_from_a_link(page, server)
     wait_ready(page)
     assert node_notice(page) == clicked
     # a link asking for 2 gives the same reasons
-    page.goto(server + K3 + "?hardware=h100&strategy=multi_node_tp_pp&nodes=2")
+    page.goto(server + K3 + "?hardware=h100&strategy=multi_node_tp&nodes=2")
     wait_ready(page)
     linked = node_notice(page)
-    assert linked and linked[0]["text"].startswith("Nodes raised from 2 to 4")
-    assert linked[0]["text"].split(": ", 1)[1] == clicked[0]["text"].split(": ", 1)[1]
+    assert linked and linked[0]["text"].startswith("Nodes raised from 2 to 6")
+    assert linked[0]["text"].split("3 nodes:", 1)[1] == clicked[0]["text"].split("3 nodes:", 1)[1]
     # the level shows as a word, not only a colour
     kinds = page.locator("#notices li .notice-kind").all_inner_texts()
     assert kinds and all(k.strip().split()[-1] in ("Note:", "Warning:", "Error:") for k in kinds)

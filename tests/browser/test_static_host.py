@@ -89,15 +89,15 @@ def test_pd_summary_says_the_cluster_size(page, server):
     page.goto(f"{server}{K3}?hardware=h200&strategy=pd_cluster")
     wait_ready(page)
     summary = page.inner_text("#summary .summary-text")
-    # Pools sized to hold one 1M-token sequence each (issue 19): prefill 4 × TEP, decode 3 × DEP.
-    assert summary.startswith("7 × H200 nodes") and "prefill 4" in summary and "decode 3" in summary
+    # Pools sized to hold the weights and one 1M-token sequence each: prefill 2 × TEP, decode 2 × DEP (its floor).
+    assert summary.startswith("4 × H200 nodes") and "prefill 2" in summary and "decode 2" in summary
     caps = page.locator("#capacity > li").all_inner_texts()
-    assert len(caps) == 2 and all("of the 7 × H200 nodes" in c for c in caps)
+    assert len(caps) == 2 and all("of the 4 × H200 nodes" in c for c in caps)
     assert all("GPU KV cache size:" in c for c in caps)  # vLLM's own log line, per pool
     click(page, "decode_nodes", "4")
     page.wait_for_function("() => location.search.includes('decode_nodes=4')")
     settle(page)
-    assert page.inner_text("#summary .summary-text").startswith("8 × H200 nodes")
+    assert page.inner_text("#summary .summary-text").startswith("6 × H200 nodes")
 
 
 def test_embed_height_shrinks_after_a_shorter_plan(page, server):
