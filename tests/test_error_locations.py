@@ -91,3 +91,12 @@ def test_extreme_numbers_are_errors_at_their_key_path(tmp_path, field, value):
     errs = _errors(recipes)
     assert any(e.file == K3_FILE and e.key == f"variants.default.{field}" and ("less than or equal" in e.message
                or "finite" in e.message) for e in errs), errs
+
+
+def test_a_recipe_key_with_control_characters_is_printed_escaped():
+    """Adversarial finding: a key "evil\\x1b]0;pwned\\x07\\x1b[2J" went raw to the terminal (retitled and cleared it)."""
+    from composer.buildtime.loader import RecipeError
+
+    text = str(RecipeError("models/a/b.yaml", "meta.evil\x1b]0;pwned\x07\x1b[2J", "unknown key", "warning"))
+    assert "\x1b" not in text and "\x07" not in text and "\\x1b]0;pwned\\x07" in text
+    assert text.isprintable()

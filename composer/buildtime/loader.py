@@ -54,8 +54,15 @@ class RecipeError:
     level: str = "error"
 
     def __str__(self) -> str:
+        """One line for a terminal: control characters of recipe text (a key
+        named ``"\\x1b]0;pwned\\x07"`` retitled the terminal) are shown escaped."""
         tag = "warning: " if self.level == "warning" else ""
-        return f"{self.file}: {self.key or '(top level)'}: {tag}{self.message}"
+        return _printable(f"{self.file}: {self.key or '(top level)'}: {tag}{self.message}")
+
+
+def _printable(text: str) -> str:
+    """``text`` with every non-printable character as ``\\xNN`` / ``\\uNNNN``."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 class RecipeLoadError(Exception):
