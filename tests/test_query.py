@@ -215,3 +215,13 @@ def test_a_broken_link_is_a_clear_error_not_a_traceback(capsys):
     assert main(["moonshotai/Kimi-K3", "--query", "https://[::1/moonshotai/Kimi-K3/?hardware=h200"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: not a page link") and "Traceback" not in err
+
+
+def test_a_link_to_another_recipes_page_is_refused(capsys):
+    """A fresh user's finding: a Qwen page link given to the Kimi K3 command was read as a K3 selection."""
+    from composer.buildtime.cli import main
+
+    link = "https://recipes.vllm.ai/Qwen/Qwen3-235B-A22B-Instruct-2507/?hardware=h100"
+    assert main(["moonshotai/Kimi-K3", "--query", link]) == 2
+    assert "a page of Qwen/Qwen3-235B-A22B-Instruct-2507, not of moonshotai/Kimi-K3" in capsys.readouterr().err
+    assert main(["moonshotai/Kimi-K3", "--json", "--query", "https://h/site/moonshotai/kimi-k3/?hardware=h100"]) == 0

@@ -203,6 +203,25 @@ def check_main(argv: list[str]) -> int:
     return 2 if errors else 0
 
 
+def linked_recipe(text: str, paths) -> str | None:
+    """The recipe id a page link's path names (``…/<org>/<repo>/…`` matching
+    one of ``paths``' ids, case-insensitively), or None for a bare query or a
+    path naming no recipe: a link to another recipe's page must not be read as
+    a selection of this one (a fresh user's finding)."""
+    text = (text or "").strip()
+    if not (re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text) or text.startswith("/")):
+        return None
+    try:
+        segments = [s for s in urlsplit(text).path.split("/") if s]
+    except ValueError:
+        return None
+    known = {rid.lower(): rid for rid in paths}
+    for a, b in zip(segments, segments[1:]):
+        if f"{a}/{b}".lower() in known:
+            return known[f"{a}/{b}".lower()]
+    return None
+
+
 def page_query(text: str) -> str:
     """The page query of ``--query``/``--compare`` as a user may paste it: a
     bare query (``hardware=h200&nodes=2``), one with its ``?``, or a whole page
@@ -255,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compare", default=None, metavar="QUERY",
                     help="show the plan of --query (A) beside QUERY's (B): argv/env per node, capacity, notices")
     args = ap.parse_args(argv)
+    raw_queries = [q for q in (args.query, args.compare) if q]
     try:
         args.query = page_query(args.query)
         args.compare = None if args.compare is None else page_query(args.compare)
@@ -271,6 +291,12 @@ def main(argv: list[str] | None = None) -> int:
                 args.query = "&".join(x for x in (args.query, f"variant={variant}") if x)
         if rid is None:
             raise RecipeLoadError([RecipeError(f"models/{args.recipe_id}.yaml", "", "no such recipe")])
+        for raw in raw_queries:
+            other = linked_recipe(raw, paths)
+            if other is not None and other != rid:
+                print(f"error: the link is a page of {other}, not of {rid}: run `python -m composer {other} --query …`"
+                      " or give this recipe's link", file=sys.stderr)
+                return 2
         args.recipe_id, path = rid, paths[rid]
         recipe, problems = check_recipe(args.recipes, args.recipe_id, path, catalog)
         if recipe is None:

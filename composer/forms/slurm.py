@@ -186,7 +186,11 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
     for rank, c in enumerate(cmds):
         lines.append(f"    {rank})  # {comment(c.label)}")
         if c.install:  # whatever a job starts, it installs (issue 21): unless already on PATH
-            lines.append(f"      command -v {c.argv[0]} >/dev/null 2>&1 || {c.install}")
+            # as the pip form's script: into the submitting environment's venv, else a .venv of its own
+            lines += [f"      if ! command -v {c.argv[0]} >/dev/null 2>&1; then",
+                      '        if [ -z "${VIRTUAL_ENV:-}" ]; then test -d .venv || uv venv --python 3.12; '
+                      "source .venv/bin/activate; fi",
+                      f"        {c.install}", "      fi"]
         for env_line in c.env_text.splitlines():
             lines.append("      " + env_line)
         body = c.command.split("\n")
@@ -222,13 +226,13 @@ def files(inp: FormInput, detail: object) -> tuple[tuple[Artifact, ...], Optiona
                             sbatch(inp, job, cmds, pool, _gpus_per_node(inp, pool), note, hosts_for_router=bool(router)),
                             note=note))
     if router and any(c.pool for c in inp.commands):
-        note = ("The router: submit with sbatch router.sbatch from the same directory once the pool jobs run: it "
-                "reads PREFILL_NODE_<k> and DECODE_NODE_<k> from the host files they write (a value set when "
-                "submitting wins).")
+        note = ("The router: submit from the same directory once the pool jobs run (sbatch --dependency=after:"
+                "<prefill job id>:<decode job id> router.sbatch): it reads PREFILL_NODE_<k> and DECODE_NODE_<k> from "
+                "the host files the running pool jobs publish (a value set when submitting wins).")
     elif router:  # hybrid-LB DP: the router lists every node's API server of the one serve job
-        note = ("The router: submit with sbatch router.sbatch from the same directory once serve.sbatch runs: it "
-                "reads HEAD_IP and NODE_<k>_IP (that job's host names in node order) from the host file it "
-                "writes (a value set when submitting wins).")
+        note = ("The router: submit from the same directory once serve.sbatch runs (sbatch --dependency=after:"
+                "<serve job id> router.sbatch): it reads HEAD_IP and NODE_<k>_IP (that job's host names in node "
+                "order) from the host file the running job publishes (a value set when submitting wins).")
     if router:
         reads = tuple(p or "serve" for p in groups)
         out.append(Artifact("router.sbatch", "text/x-shellscript",
