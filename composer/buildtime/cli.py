@@ -268,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="the same as --format json")
     ap.add_argument("--out", type=Path, default=None, metavar="DIR",
                     help="with --format FORM: write the form's files into DIR (as the page's Download saves them) "
-                         "instead of printing them")
+                         "instead of printing them; files an earlier --out wrote there for another plan are removed "
+                         "(listed in DIR/.vllm-composer-files), nothing else")
     ap.add_argument("--explain", action="store_true", help="show which layer set every flag and env var")
     ap.add_argument("--recipes", type=Path, default=DEFAULT_RECIPES, help="recipes directory (default: recipes/)")
     ap.add_argument("--compare", default=None, metavar="QUERY",
