@@ -797,7 +797,8 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
                     repo_url=repo_url, repo_branch=repo_branch, public_ids=public_api_ids(paths),
                     catalog_text=catalog_text, neighbours=neighbours, checked=checked or {})
         jobs = jobs or os.cpu_count() or 1
-        say(f"building {len(paths)} recipe page(s) with {min(jobs, len(paths)) if len(paths) >= 8 else 1} process(es)")
+        parallel = jobs > 1 and len(paths) >= 8
+        say(f"building {len(paths)} recipe page(s) with {min(jobs, len(paths)) if parallel else 1} process(es)")
         step = max(1, len(paths) // 10)
 
         def counted(found):
@@ -808,7 +809,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
                     say(f"  {n}/{len(paths)} recipe page(s)")
             return results
 
-        if jobs > 1 and len(paths) >= 8:
+        if parallel:
             with multiprocessing.get_context("fork").Pool(jobs) as pool:
                 results = counted(pool.imap(_recipe_job, list(paths), chunksize=4))
         else:

@@ -68,11 +68,11 @@ def why_lines(options) -> list[tuple[str, str]]:
         reason = pieces[0]
         for i, piece in enumerate(pieces[1:]):
             reason += _span([n[i] for n in numbers]) + piece
-        out.append((_span([str(o["label"]) for o in opts], labels=True), reason))
+        out.append((_span([str(o["label"]) for o in opts]), reason))
     return out
 
 
-def _span(values: list[str], labels: bool = False) -> str:
+def _span(values: list[str]) -> str:
     """Distinct ``values`` in order, as one value, a short list, or a range
     (integers; runs of consecutive labels become ``a–b``)."""
     distinct = list(dict.fromkeys(values))
@@ -503,8 +503,7 @@ def _strategies_unavailable(ctx: RecipeContext, sel: Selection, base: Request, s
     for s in strategies:
         why = ctx.strategy_block_reason(s, sel.hardware)
         if why is None:
-            query = base.with_values(strategy=s, nodes=None, hardware=sel.hardware, prefill_mode=None,
-                                     prefill_nodes=None, decode_mode=None, decode_nodes=None)
+            query = base.with_values(strategy=s, nodes=None, hardware=sel.hardware, **PD_KEYS)
             why = _error(ctx, query)
         if why:
             return f" Here {ctx.strategy_label(s)} is unavailable: {why}"

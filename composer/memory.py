@@ -589,7 +589,7 @@ def linear_state_bytes(facts: ModelFacts, tp: int) -> float | None:
         # Kimi Delta Attention (Kimi Linear / K3): mamba_utils.py:296-319 kda_state_shape — conv state
         # (kernel − 1) × (q + k + v widths, 3 · heads · head_dim) / TP in the model dtype, recurrent state
         # heads/TP × head_dim × head_dim in float32 (kda_state_dtype, :133-149, mamba_ssm_cache_dtype auto).
-        heads, hd, kern = la["num_heads"], la["head_dim"], la.get("short_conv_kernel_size") or 4
+        heads, hd, kern = sizes
         tp = max(1, tp)
         return (kern - 1) * 3 * heads * hd / tp * 2 + (heads / tp) * hd * hd * 4
     nk, nv = facts.get("linear_num_key_heads"), facts.get("linear_num_value_heads")

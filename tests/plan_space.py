@@ -141,7 +141,6 @@ def _digest(ctx) -> str:
     return h.hexdigest()[:20]
 
 
-@lru_cache(maxsize=8)
 def _space(ctx) -> tuple:
     return _cached(ctx, "space", lambda: tuple(_selection_space(ctx)))
 

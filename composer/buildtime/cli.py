@@ -203,13 +203,17 @@ def check_main(argv: list[str]) -> int:
     return 2 if errors else 0
 
 
+_LINK = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+"""How a page link starts (a scheme); a "://" inside a value ("x=http://a") is a query."""
+
+
 def linked_recipe(text: str, paths) -> str | None:
     """The recipe id a page link's path names (``…/<org>/<repo>/…`` matching
     one of ``paths``' ids, case-insensitively), or None for a bare query or a
     path naming no recipe: a link to another recipe's page must not be read as
     a selection of this one (a fresh user's finding)."""
     text = (text or "").strip()
-    if not (re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text) or text.startswith("/")):
+    if not (_LINK.match(text) or text.startswith("/")):
         return None
     try:
         segments = [s for s in urlsplit(text).path.split("/") if s]
@@ -230,8 +234,7 @@ def page_query(text: str) -> str:
     positional id). Other text is returned as is, so the composer reports its
     unknown parameters as for any query."""
     text = (text or "").strip()
-    # A link starts with a scheme, "/" or "?": a "://" inside a value ("x=http://a") is a query.
-    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text) or text.startswith(("/", "?")):
+    if _LINK.match(text) or text.startswith(("/", "?")):
         try:
             return urlsplit(text).query
         except ValueError as exc:  # "https://[::1/…": say so, never a traceback

@@ -35,6 +35,7 @@ from typing import Optional
 
 from composer.forms import FormInput, OutputForm
 from composer.outputs import Artifact, Command
+from composer.run_forms import TOOL_ENV
 from composer.shell import comment, text_placeholders
 
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -95,12 +96,13 @@ def _write_hosts(job_name: str, names: dict[str, str]) -> list[str]:
             'echo "host names for the router written to $HOSTS_FILE" >&2']
 
 
-def _read_hosts(job_names: list[str], pattern: str) -> list[str]:
+def _read_hosts(job_names: list[str], names: list[str]) -> list[str]:
     """Lines that read the pool jobs' hosts files (``HOSTS_FILE``) into the
-    variables the router needs, for each one not already set; only names
-    matching ``pattern`` and host-name values are taken (the file is data,
-    never run)."""
+    variables the router needs, for each one not already set; only the
+    ``names`` it needs (placeholder names: letters, digits, ``_``) and
+    host-name values are taken (the file is data, never run)."""
     files = " ".join(f'"{HOSTS_FILE % n}"' for n in job_names)
+    pattern = "^(" + "|".join(names) + ")$"
     return [f"for hosts_file in {files}; do",
             '  [ -f "$hosts_file" ] || continue',
             "  while IFS='=' read -r name value || [[ -n $name ]]; do",
@@ -165,9 +167,8 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
               "  exit 1", "fi"]
     for ph, expr in derived.items():
         lines.append(f'export {ph}="{expr}"')
-    if reads_hosts:
-        lines += _read_hosts([job_name(inp, j) for j in reads_hosts],
-                             r"^(PREFILL_NODE_|DECODE_NODE_)[0-9]+$" if reads_hosts != ("serve",) else r"^(HEAD_IP|NODE_[0-9]+_IP)$")
+    if reads_hosts and needed:
+        lines += _read_hosts([job_name(inp, j) for j in reads_hosts], needed)
     for ph in needed:
         hint = (f"set {ph} before sbatch, or first submit {' and '.join(f'{j}.sbatch' for j in reads_hosts)} from "
                 f"this directory: the host names are read from what {'they write' if len(reads_hosts) > 1 else 'it writes'}"
@@ -188,8 +189,7 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
         if c.install:  # whatever a job starts, it installs (issue 21): unless already on PATH
             # as the pip form's script: into the submitting environment's venv, else a .venv of its own
             lines += [f"      if ! command -v {c.argv[0]} >/dev/null 2>&1; then",
-                      '        if [ -z "${VIRTUAL_ENV:-}" ]; then test -d .venv || uv venv --python 3.12; '
-                      "source .venv/bin/activate; fi",
+                      f'        if [ -z "${{VIRTUAL_ENV:-}}" ]; then {"; ".join(TOOL_ENV.splitlines())}; fi',
                       f"        {c.install}", "      fi"]
         for env_line in c.env_text.splitlines():
             lines.append("      " + env_line)
