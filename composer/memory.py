@@ -459,9 +459,14 @@ def activation_gib(facts: ModelFacts, batched: int, seqs: int) -> tuple[float, s
 
 @dataclass(frozen=True)
 class KvGeometry:
-    """The KV layout of one rank: layer counts by kind, bytes per token of one
-    attention layer (``token_bytes``), the linear-attention state of one layer
-    and request (``state_bytes``), the sliding ``window`` and the block size."""
+    """The KV layout of one rank: layer counts by kind on the rank's stage
+    (``full``, ``sliding``, ``linear``: under PP the most any stage holds of
+    each kind), bytes per token of one attention layer (``token_bytes``), the
+    linear-attention state of one layer and request (``state_bytes``), the
+    sliding ``window`` and the block size. ``groups`` are the whole model's KV
+    cache groups by kind and ``page_layers`` the layers whose pages make one
+    block of the shared pool on the stage with the smallest pool (both derived
+    from the counts when not given, as without PP)."""
 
     full: int
     sliding: int
@@ -471,18 +476,17 @@ class KvGeometry:
     window: int
     block: int
     assumptions: tuple[str, ...] = ()
+    groups: tuple[int, int, int] | None = None
+    page_layers: int | None = None
 
     def _groups(self) -> tuple[int, int, int, int]:
-        """``(group_size, full groups, sliding groups, linear groups)``
-        (``kv_cache_planning.py:416-557`` ``_get_kv_cache_groups_uniform_page_size``:
-        the group size is the fewest layers of a kind, or the most when no kind
-        has 1.5 × the fewest)."""
-        counts = [c for c in (self.full, self.sliding, self.linear) if c]
-        if not counts:
-            return 1, 0, 0, 0
-        lo, hi = min(counts), max(counts)
-        size = hi if hi < lo * 1.5 else lo
-        return size, -(-self.full // size), -(-self.sliding // size), -(-self.linear // size)
+        """``(layers per block, full groups, sliding groups, linear groups)``:
+        the given ``groups``/``page_layers`` (PP), else from the counts
+        (``group_layout``)."""
+        if self.groups is not None and self.page_layers is not None:
+            return (self.page_layers, *self.groups)
+        size, groups = group_layout(self.full, self.sliding, self.linear)
+        return (size, *groups)
 
     def num_blocks(self, kv_gib: float) -> int:
         """Blocks of the shared pool: available memory ÷ (page × group size)
@@ -531,8 +535,8 @@ def kv_geometry_of(facts: ModelFacts, tp: int, pp: int, kv_dtype: str | None, bl
     attention geometry is unknown. MLA caches one latent (``kv_lora_rank`` +
     ``qk_rope_head_dim``) whole on every TP rank; GQA splits its KV heads over
     TP down to one per rank (``config/model.py`` ``get_num_kv_heads``); PP
-    splits the layers (vLLM sizes every stage alike: the first stage's count is
-    used). The one KV geometry of the project: the capacity model and the
+    splits the layers into stages as vLLM does (``pp_stage_layers``: the stage
+    with the fewest blocks bounds the pool). The one KV geometry of the project: the capacity model and the
     launch rule ``kv-cache-holds-one-sequence`` (``composer.launch``) both read it."""
     kinds = facts.layer_kinds()
     if not kinds or facts.use_mla is None and facts.get("model_type"):
@@ -547,23 +551,88 @@ def kv_geometry_of(facts: ModelFacts, tp: int, pp: int, kv_dtype: str | None, bl
         if not (kv and hd):
             return None
         per = 2 * max(1, -(-kv // max(1, tp))) * hd * elem
-    pp = max(1, pp)
-    full, sliding, linear = (-(-kinds[k] // pp) for k in ("full", "sliding", "linear"))
     state = 0.0
     bs = block or BLOCK_SIZE
-    if linear:
+    counted = {"full": "full", "sliding": "sliding", "linear": "linear"}  # the kind each layer is counted as
+    if kinds["linear"]:
         found = linear_state_bytes(facts, tp)
         if found is None:
             notes.append(f"the state size of the {kinds['linear']} linear-attention layers is unknown: they are not counted")
-            linear = 0
+            counted["linear"] = ""
         else:
             state = found
             bs = max(bs, _cdiv(math.ceil(state / per), HYBRID_BLOCK_ALIGN) * HYBRID_BLOCK_ALIGN)
     window = int(facts.get("sliding_window") or 0)
-    if sliding and not window:
+    if kinds["sliding"] and not window:
         notes.append("the sliding window is unknown: sliding layers are counted as full attention")
-        full, sliding = full + sliding, 0
-    return KvGeometry(full, sliding, linear, per, state, window, bs, tuple(notes))
+        counted["sliding"] = "full"
+    sequence = tuple(counted[k] for k in facts.layer_sequence() or ())
+    full, sliding, linear = (sequence.count(k) for k in ("full", "sliding", "linear"))
+    groups = page_layers = None
+    if max(1, pp) > 1:
+        (full, sliding, linear), groups, page_layers = pp_stage_layers(sequence, pp)
+    return KvGeometry(full, sliding, linear, per, state, window, bs, tuple(notes), groups, page_layers)
+
+
+def group_layout(full: int, sliding: int, linear: int) -> tuple[int, tuple[int, int, int]]:
+    """``(group size, (full, sliding, linear) group counts)`` of vLLM's KV
+    cache groups for layer counts by kind (``kv_cache_planning.py:521-541``
+    ``_get_kv_cache_groups_uniform_page_size``: the group size is the fewest
+    layers of a kind, or the most when no kind has 1.5 × the fewest; each kind
+    splits into ``cdiv(count, size)`` groups)."""
+    counts = [c for c in (full, sliding, linear) if c]
+    if not counts:
+        return 1, (0, 0, 0)
+    lo, hi = min(counts), max(counts)
+    size = hi if hi < lo * 1.5 else lo
+    return size, (_cdiv(full, size), _cdiv(sliding, size), _cdiv(linear, size))
+
+
+def pp_partitions(layers: int, pp: int) -> list[int]:
+    """Decoder layers of each of ``pp`` pipeline stages, as vLLM splits them
+    (``distributed/utils.py:198-238`` ``get_pp_indices``: ``layers // pp``
+    each, the remainder one more on each stage before the last, counted back
+    from the second-to-last; ``VLLM_PP_LAYER_PARTITION`` is not read here)."""
+    pp = max(1, pp)
+    parts = [layers // pp] * pp
+    for i in range(2, layers % pp + 2):
+        parts[-i] += 1
+    return parts
+
+
+def pp_stage_layers(sequence: tuple[str, ...], pp: int
+                    ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+    """For the layer kinds ``sequence`` (``ModelFacts.layer_sequence``) split
+    over ``pp`` stages: ``((most full, sliding, linear layers on one stage),
+    (full, sliding, linear) group counts of the whole model, layers per block
+    on the stage with the smallest pool)``.
+
+    vLLM forms the KV cache groups over the whole model, each kind's layers
+    dealt round-robin into its groups (``kv_cache_planning.py:543-556``:
+    ``layers[i::num_groups]``), projects them onto each stage's layers
+    (``:1413-1458``); a stage's block holds the pages of its fullest projected
+    group (``:574-605`` ``_get_kv_cache_bytes_per_block``), and every stage
+    takes the smallest stage's block count (``:1580-1594``). Stages are
+    assumed to have the same memory for KV. Layers of another kind (``""``:
+    not counted) keep their place in the split."""
+    parts = pp_partitions(len(sequence), pp)
+    bounds, at = [], 0
+    for n in parts:
+        bounds.append((at, at + n))
+        at += n
+    kinds = ("full", "sliding", "linear")
+    where = {k: [i for i, t in enumerate(sequence) if t == k] for k in kinds}
+    _size, counts = group_layout(*(len(where[k]) for k in kinds))
+    most = [0, 0, 0]
+    page = 0
+    for lo, hi in bounds:
+        for j, k in enumerate(kinds):
+            on = [i for i in where[k] if lo <= i < hi]
+            most[j] = max(most[j], len(on))
+            groups = counts[j]
+            for g in range(groups):
+                page = max(page, sum(1 for i in where[k][g::groups] if lo <= i < hi))
+    return (most[0], most[1], most[2]), counts, max(1, page)
 
 
 def _cdiv(a: int, b: int) -> int:

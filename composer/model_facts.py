@@ -191,13 +191,25 @@ class ModelFacts:
         return h // n if h and n else None
 
     def layer_kinds(self) -> Optional[dict[str, int]]:
-        """Decoder layers by KV kind: ``{"full": n, "sliding": n, "linear": n}``
-        from ``linear_attn_config`` (Kimi Linear / K3: its ``kda_layers`` are
-        linear, the rest MLA), else from ``layer_types``, else ``full_attention_interval`` (every n-th layer
-        full, the rest linear), else all full (or all sliding when the config
-        gives a ``sliding_window`` and no ``layer_types``: vLLM then treats every
-        layer as sliding, ``engine/arg_utils.py:2288-2294``); None without
-        ``num_hidden_layers``."""
+        """Decoder layers by KV kind: ``{"full": n, "sliding": n, "linear": n}``,
+        the counts of ``layer_sequence``; None without it."""
+        seq = self.layer_sequence()
+        if seq is None:
+            return None
+        return {k: seq.count(k) for k in ("full", "sliding", "linear")}
+
+    def layer_sequence(self) -> Optional[tuple[str, ...]]:
+        """The KV kind of every decoder layer in order (``"full"``,
+        ``"sliding"`` or ``"linear"``): from ``linear_attn_config`` (Kimi Linear
+        / K3: its ``kda_layers`` are linear, the rest MLA), else from
+        ``layer_types``, else ``full_attention_interval`` (layer i full when
+        i + 1 is a multiple of it, the rest linear, as Qwen3-Next's config
+        derives its ``layer_types``), else all full (or all sliding when the
+        config gives a ``sliding_window`` and no ``layer_types``: vLLM then
+        treats every layer as sliding, ``engine/arg_utils.py:2288-2294``); None
+        without ``num_hidden_layers`` (or a layout that does not add up). The
+        order matters under PP: ``composer.memory.kv_geometry_of`` splits it
+        into stages as vLLM's ``get_pp_indices`` does."""
         n = self.values.get("num_hidden_layers")
         la = self.values.get("linear_attn_config")
         if la is not None:
@@ -211,28 +223,28 @@ class ModelFacts:
             if not (all(isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= n for i in kda + full)
                     and len(set(kda)) == len(kda) and not set(kda) & set(full)):
                 return None
-            return {"full": n - len(kda), "sliding": 0, "linear": len(kda)}
+            linear = set(kda)
+            return tuple("linear" if i + 1 in linear else "full" for i in range(n))
         types = self.values.get("layer_types")
         if types:
-            out = {"full": 0, "sliding": 0, "linear": 0}
+            out = []
             for t in types:
                 t = str(t)
                 if "sliding" in t or t == "local_attention" or t == "chunked_attention":
-                    out["sliding"] += 1
+                    out.append("sliding")
                 elif t in ("full_attention", "attention", "global_attention"):
-                    out["full"] += 1
+                    out.append("full")
                 else:
-                    out["linear"] += 1
-            return out
-        if not n:
+                    out.append("linear")
+            return tuple(out)
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
             return None
         interval = self.values.get("full_attention_interval")
-        if interval:
-            full = n // interval
-            return {"full": full, "sliding": 0, "linear": n - full}
+        if isinstance(interval, int) and not isinstance(interval, bool) and interval > 0:
+            return tuple("full" if (i + 1) % interval == 0 else "linear" for i in range(n))
         if self.values.get("sliding_window"):
-            return {"full": 0, "sliding": n, "linear": 0}
-        return {"full": n, "sliding": 0, "linear": 0}
+            return ("sliding",) * n
+        return ("full",) * n
 
     def derived_max_model_len(self) -> Optional[int]:
         """vLLM's derived maximum length (``config/model.py:2545-2652``):
