@@ -530,6 +530,15 @@ def kv_geometry(facts: ModelFacts, lay: Layout, kv_dtype: str | None, block: int
 
 
 def kv_geometry_of(facts: ModelFacts, tp: int, pp: int, kv_dtype: str | None, block: int | None) -> KvGeometry | None:
+    """``_kv_geometry_of``, made once per facts value and arguments (``ModelFacts.derived``)."""
+    key = ("kv-geometry", tp, pp, kv_dtype, block)
+    found = facts.derived.get(key, facts)
+    if found is facts:
+        found = facts.derived[key] = _kv_geometry_of(facts, tp, pp, kv_dtype, block)
+    return found
+
+
+def _kv_geometry_of(facts: ModelFacts, tp: int, pp: int, kv_dtype: str | None, block: int | None) -> KvGeometry | None:
     """The KV layout of one rank at tensor-parallel size ``tp`` and
     pipeline-parallel size ``pp`` from the model facts, or None when the
     attention geometry is unknown. MLA caches one latent (``kv_lora_rank`` +

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from types import MappingProxyType
 from typing import Any, Mapping, Optional
@@ -199,6 +200,19 @@ class ModelFacts:
         return {k: seq.count(k) for k in ("full", "sliding", "linear")}
 
     def layer_sequence(self) -> Optional[tuple[str, ...]]:
+        """The KV kind of every decoder layer in order (``_layer_sequence``,
+        computed once per value: the capacity model asks for it per option)."""
+        return self._layer_sequence
+
+    @cached_property
+    def derived(self) -> dict:
+        """Values computed from the facts, by key (``composer.memory``'s KV
+        geometries by TP/PP/dtype/block: a handful per model). The facts are
+        frozen, so an answer never goes stale."""
+        return {}
+
+    @cached_property
+    def _layer_sequence(self) -> Optional[tuple[str, ...]]:
         """The KV kind of every decoder layer in order (``"full"``,
         ``"sliding"`` or ``"linear"``): from ``linear_attn_config`` (Kimi Linear
         / K3: its ``kda_layers`` are linear, the rest MLA), else from
@@ -304,7 +318,7 @@ def model_facts(ctx, variant_id: str | None = None) -> ModelFacts:
     """The facts of a recipe's checkpoint (``ctx``: a ``RecipeContext``; the
     variant's ``model_id`` when given, else the recipe's): recipe values first,
     then our data (looked up by the variant's id, then the recipe's), else
-    unknown. A frozen value."""
+    unknown. A frozen value, made once per context and model id."""
     model = ctx.recipe.model
     mid = ctx.model_id(variant_id) if variant_id and variant_id in ctx.recipe.variants else model.model_id
-    return facts_for(mid, model)
+    return ctx.cache("memo:model_facts").get(mid, lambda: facts_for(mid, model))
