@@ -58,7 +58,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from composer import vllm_cli
 from composer.argv import ArgvError, flag_value, parse_tokens
-from composer.memory import BLOCK_SIZE, kv_geometry_of
+from composer.memory import BLOCK_SIZE, kv_geometry_of, torch_memory
 from composer.model_facts import ModelFacts, facts_for
 
 VERSION = vllm_cli.VERSION
@@ -364,13 +364,14 @@ class Target:
 
 def target_for(hw_id: str, hw: Any, install: str | None = None, kv_cache_gib: float | None = None) -> Target:
     """The ``Target`` of hardware profile ``hw`` (``composer.schema.HardwareProfile``)
-    with id ``hw_id``; GPU memory is the vendor's decimal GB per GPU in GiB."""
+    with id ``hw_id``; GPU memory is what torch reports (``composer.memory.torch_memory``),
+    as vLLM reads it for its batch defaults."""
     brand = (hw.brand or "").lower()
     platform = PLATFORM_BY_BRAND.get(brand)
     gen = (hw.gen or "").lower()
     if brand == "intel":
         platform = "xpu" if gen == "xpu" else "cpu"
-    gib = hw.gb_per_gpu * 1e9 / 2 ** 30 if hw.vram_gb else None
+    gib = torch_memory(hw_id, hw)[0] if hw.vram_gb else None
     return Target(platform, CUDA_CAPABILITY.get(hw_id), hw.gpu_count, gib, hw.display_name or hw_id, install, kv_cache_gib)
 
 

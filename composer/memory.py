@@ -36,8 +36,10 @@ sizes and how many GPUs hold one replica; nothing here reads a strategy's id.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from typing import TYPE_CHECKING, Mapping, Optional
 
 from composer.model_facts import model_facts  # at import: the browser's memory snapshot holds only imported modules
@@ -46,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only (no import cycle at run
     from composer.context import RecipeContext
     from composer.model_facts import ModelFacts
     from composer.parallel import Layout
+    from composer.schema import HardwareProfile
 
 GIB = 1024 ** 3
 """vLLM prints every memory figure of its start-up in GiB (``format_gib``)."""
@@ -311,7 +314,10 @@ class Capacity:
         raw = self.weights_raw_gb
         size = (f"{self.weights_gb:g} GB ({raw:.0f} GB of weights + the recipe's headroom)"
                 if raw and abs(raw - self.weights_gb) > 0.01 * self.weights_gb else f"{self.weights_gb:g} GB of weights")
-        text = f"{size} on {where}: {gpus}, {self.hbm_gb:g} GB of HBM, {pct} %"
+        # The fit rule compares the recipe's GB with the taxonomy's vendor GB; vLLM
+        # counts torch's GiB: name both, each with its unit, so neither reads as the other.
+        per = f" × {self.torch_gib:g} GiB as torch reports them" if self.torch_gib else ""
+        text = f"{size} on {where}: {gpus}{per}; {pct} % of the taxonomy's {self.hbm_gb:g} GB"
         if self.kv_gib is None:
             return text + "."
         if not self.weights_fit:
@@ -371,10 +377,33 @@ def _r(x: float | None, nd: int = 2) -> float | None:
 
 # ----- the terms ----------------------------------------------------------------
 
+GPU_MEMORY: Mapping[str, Mapping] = json.loads(
+    resources.files("composer").joinpath("data", "gpu_memory.json").read_text(encoding="utf-8"))["profiles"]
+"""``composer/data/gpu_memory.json``: torch's GiB per GPU by public taxonomy
+hardware id, each with the vendor figures it applies to and its source."""
+
+
+def torch_memory(hw_id: str, hw: "HardwareProfile") -> tuple[float, str]:
+    """``(GiB torch reports per GPU, where the figure comes from)`` for
+    profile ``hw`` of id ``hw_id``: the profile's own ``torch_memory_gib``;
+    else our data's entry for that id when the profile's vendor GB per GPU is
+    one the entry lists (``GPU_MEMORY``: measured start-up logs, or nvidia-smi
+    totals less the measured gap); else ``HardwareProfile.torch_gib_per_gpu``'s
+    rule (0.99 × the vendor figure read as GiB). vLLM multiplies it by
+    ``--gpu-memory-utilization`` (``v1/worker/utils.py:716-726``) and picks
+    its batch defaults by it (``engine/arg_utils.py:2973-3006``)."""
+    if hw.torch_memory_gib:
+        return float(hw.torch_memory_gib), hw.torch_memory_source or "the taxonomy"
+    entry = GPU_MEMORY.get(hw_id)
+    if entry and any(abs(hw.gb_per_gpu - v) < 0.5 for v in entry["vendor_gb"]):
+        return float(entry["torch_memory_gib"]), entry["source"]
+    return hw.torch_gib_per_gpu, f"derived: 0.99 × the taxonomy's {hw.gb_per_gpu:g} GB per GPU"
+
+
 def torch_gib(ctx: RecipeContext, hw_id: str) -> float:
-    """Memory torch reports per GPU (``torch.cuda.mem_get_info`` total), GiB:
-    the hardware profile's ``torch_memory_gib`` (taxonomy, with its source)."""
-    return ctx.hw(hw_id).torch_gib_per_gpu
+    """Memory torch reports per GPU (``torch.cuda.mem_get_info`` total), GiB
+    (``torch_memory``)."""
+    return torch_memory(hw_id, ctx.hw(hw_id))[0]
 
 
 def batch_defaults(total_gib: float) -> tuple[int, int]:
@@ -715,7 +744,7 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
     facts = model_facts(ctx, variant_id)
     raw_gb, raw_from = raw_weights_gb(ctx, variant_id, task, hw_id)
     assert raw_gb is not None
-    notes: list[str] = [f"torch sees {total:g} GiB per {hw.display_name} GPU ({hw.torch_memory_source or 'derived'})",
+    notes: list[str] = [f"torch sees {total:g} GiB per {hw.display_name} GPU ({torch_memory(hw_id, hw)[1]})",
                         f"weights: {raw_from}"]
     w_gib, w_note = weights_per_gpu(ctx, lay, raw_gb, facts, _params_b(ctx, variant_id))
     if w_note:

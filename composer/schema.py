@@ -156,17 +156,20 @@ def _frozen(cls):
 
 
 TORCH_SHARE_OF_VENDOR = 0.99
-"""Torch-visible GiB per vendor "GB" of HBM, for a profile without
-``torch_memory_gib``: H100 79.18 / 80 = 0.990, H200 139.81 / 141 = 0.992
-(published start-up logs, taxonomy sources)."""
+"""Torch-visible GiB per vendor "GB" of HBM, for a profile neither the
+taxonomy nor ``composer/data/gpu_memory.json`` gives a figure for: H100
+79.18 / 80 = 0.990, H200 139.81 / 141 = 0.992 (published start-up logs)."""
 
 
 @_frozen
 class HardwareProfile:
     """One node of a hardware kind (taxonomy ``hardware_profiles.<id>``).
 
-    ``vram_gb`` is the node's total GPU memory in decimal GB; ``gpu_count`` the
-    GPUs per node (an NVL4 tray counts as one node of 4).
+    ``vram_gb`` is the node's GPU memory as the vendors quote it (per-GPU
+    "GB" × GPUs; for HBM nearer binary units: an H100's 80 is 79.18 GiB to
+    torch), the figure the node-count rule compares recipe sizes with;
+    ``gpu_count`` the GPUs per node (an NVL4 tray counts as one node of 4).
+    What torch reports per GPU is ``composer.memory.torch_memory``.
     """
 
     brand: str

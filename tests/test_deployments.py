@@ -58,7 +58,7 @@ def test_pd_pool_that_cannot_hold_the_weights_is_raised_with_the_reason(plan):
     p = plan("hardware=gb200&strategy=pd_cluster&prefill_nodes=2&prefill_mode=tep")
     assert p["selection"]["prefill_nodes"] == 3
     (n,) = [n for n in p["notices"] if n["code"] == "nodes-raised"]
-    assert "from 2 to 3" in n["message"] and "1536 GB of HBM" in n["message"] and "do not fit" in n["message"]
+    assert "from 2 to 3" in n["message"] and "of the taxonomy's 1536 GB" in n["message"] and "do not fit" in n["message"]
     opt = next(o for o in p["options"]["prefill_nodes"] if o["id"] == "2")
     assert opt["disabled"] and "1536 GB" in opt["reason"]
     # 5 trays' TP 20 does not divide K3's 96 attention heads.
@@ -218,11 +218,11 @@ def test_single_node_tp_never_shrinks_when_utilization_changes():
 
 
 def test_headroom_is_counted_once_and_kv_is_estimated(plan):
-    # K3: 1680 GB (2.8T × 0.5 × 1.2) on one B300 node (8 × 268 GB = 2144 GB).
+    # K3: 1680 GB (2.8T × 0.5 × 1.2) on one B300 node (8 × 288 GB = 2304 GB).
     p = plan("hardware=b300")
     cap = p["capacity"][0]
-    assert cap["fits"] and cap["hbm_gb"] == 2144 and cap["gpus"] == 8
-    # Per GPU in GiB (issue 19): torch's 265.32 × 0.95 (K3 base args), weights
+    assert cap["fits"] and cap["hbm_gb"] == 2304 and cap["gpus"] == 8
+    # Per GPU in GiB (issue 19): torch's 267.88 × 0.95 (K3 base args), weights
     # 1680 / 1.2 GB over 8 ranks, then vLLM's other terms.
     weights = 1400e9 / 2 ** 30 / 8
     assert cap["weights_gib"] == pytest.approx(weights, abs=0.01)

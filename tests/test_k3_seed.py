@@ -172,7 +172,7 @@ def test_b300_single_node_tp8(plan):
     assert c["role"] == "serve"
     assert flag_value(c["argv"], "--tensor-parallel-size") == "8"
     assert p["capacity"][0]["fits"] is True
-    assert p["capacity"][0]["hbm_gb"] == 2144
+    assert p["capacity"][0]["hbm_gb"] == 2304
 
 
 def test_no_parameter_visit_lands_on_recipe_default_b300_single_node_tp8(k3, plan):

@@ -4,6 +4,7 @@ and the plan's capacity per pool; issue 18 item 3: a context that cannot fit."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,11 +15,13 @@ from composer.api import compose, compose_page, make_context
 from composer.buildtime.checks import weight_findings
 from composer.buildtime.loader import load_catalog, load_recipe
 from composer.buildtime.validate import validate_recipe
-from composer.memory import (CUDAGRAPH_GIB, GIB, NON_TORCH_GIB, SAMPLER_BYTES_PER_LOGIT, Flags, activation_gib,
-                             batch_defaults, capacity, kv_geometry)
+from composer.memory import (CUDAGRAPH_GIB, GIB, GPU_MEMORY, NON_TORCH_GIB, SAMPLER_BYTES_PER_LOGIT, Flags,
+                             activation_gib, batch_defaults, capacity, kv_geometry, torch_memory)
 from composer.model_facts import facts_for
 from composer.parallel import Layout
+from composer.schema import HardwareProfile
 from tests import memory_reference as ref
+from tests.plan_space import CORPUS
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPES = ROOT / "recipes"
@@ -47,13 +50,38 @@ def ctx_of(catalog):
 
 def test_every_hardware_profile_states_its_torch_memory_with_a_source(catalog):
     """What vLLM multiplies by --gpu-memory-utilization is torch's total
-    (vllm/v1/worker/utils.py:716-726 request_memory), a fact per profile."""
+    (vllm/v1/worker/utils.py:716-726 request_memory), a fact per profile with
+    its source: our data (composer/data/gpu_memory.json) for every profile of
+    our taxonomy and of the public one it names."""
     for hid, hw in catalog.taxonomy.hardware_profiles.items():
-        assert hw.torch_memory_gib, hid
-        assert hw.torch_memory_source.startswith(("measured:", "derived:")), hid
-        assert hw.torch_memory_gib < hw.gb_per_gpu  # never the vendor's figure itself
-    assert catalog.taxonomy.hardware_profiles["h100"].torch_memory_gib == 79.18
-    assert "llm-d" in catalog.taxonomy.hardware_profiles["h100"].torch_memory_source
+        gib, source = torch_memory(hid, hw)
+        assert source.startswith(("measured:", "derived: nvidia-smi", "derived: AMD")), hid
+        assert gib == GPU_MEMORY[hid]["torch_memory_gib"], hid
+    assert torch_memory("h100", catalog.taxonomy.hardware_profiles["h100"])[0] == 79.18
+    assert "llm-d" in torch_memory("h100", catalog.taxonomy.hardware_profiles["h100"])[1]
+    public = load_catalog(CORPUS)
+    for hid in GPU_MEMORY:
+        assert torch_memory(hid, public.taxonomy.hardware_profiles[hid])[0] == GPU_MEMORY[hid]["torch_memory_gib"], hid
+
+
+def test_torch_memory_is_below_what_nvidia_smi_shows():
+    """Each entry's figure is at most the device total it cites (nvidia-smi's
+    MiB, or AMD's binary GB): torch never sees more than the driver shows."""
+    for hid, entry in GPU_MEMORY.items():
+        found = re.search(r"([0-9,]+) MiB", entry["source"])
+        ceiling = int(found.group(1).replace(",", "")) / 1024 if found else max(entry["vendor_gb"])
+        assert 0.95 * ceiling < entry["torch_memory_gib"] <= ceiling, hid
+
+
+def test_a_profile_of_the_same_id_with_other_memory_is_not_that_gpu():
+    """An ``h100`` profile with 94 GB per GPU (H100 NVL) does not take the
+    80 GB H100's measured figure: the vendor rule applies; a profile's own
+    torch_memory_gib wins over our data."""
+    nvl = HardwareProfile(brand="NVIDIA", display_name="H100 NVL", gpu_count=2, vram_gb=188)
+    assert torch_memory("h100", nvl) == (round(94 * 0.99, 2), "derived: 0.99 × the taxonomy's 94 GB per GPU")
+    own = HardwareProfile(brand="NVIDIA", display_name="H100", gpu_count=8, vram_gb=640, torch_memory_gib=79.0,
+                          torch_memory_source="measured: our lab")
+    assert torch_memory("h100", own) == (79.0, "measured: our lab")
 
 
 def test_requested_memory_is_torch_total_times_utilization(ctx_of):
@@ -65,7 +93,7 @@ def test_requested_memory_is_torch_total_times_utilization(ctx_of):
 def test_batch_defaults_follow_the_gpu_memory():
     """vllm/engine/arg_utils.py:2973-3006: >= 160 GiB, >= 70 GiB, else."""
     assert batch_defaults(79.18) == (8192, 1024)
-    assert batch_defaults(178.2) == (16384, 1024)
+    assert batch_defaults(178.35) == (16384, 1024)
     assert batch_defaults(47.5) == (2048, 256)
 
 
