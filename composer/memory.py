@@ -448,24 +448,35 @@ def replicated_params(facts: ModelFacts) -> float | None:
 
 def weights_per_gpu(ctx: RecipeContext, lay: Layout, raw_gb: float, facts: ModelFacts,
                     params_b: float | None) -> tuple[float, str | None]:
-    """Weights one rank holds, GiB, and the assumption behind it (or None).
-    TP and PP split the weights (each rank 1/(TP × PP)); with DP + EP the
-    routed experts split over all EP ranks while attention and embeddings are
-    replicated on every DP rank (vLLM loads the non-expert weights per DP rank)."""
+    """Weights the fullest rank holds, GiB, and the assumptions behind it (or
+    None). TP and PP split the weights (each rank 1/(TP × PP)); with DP + EP
+    the routed experts split over all EP ranks while attention and embeddings
+    are replicated on every DP rank (vLLM loads the non-expert weights per DP
+    rank). Experts that EP does not divide go one more to each of the first
+    ranks (``model_executor/layers/fused_moe/expert_map_manager.py:66-76``
+    ``determine_expert_map``), so the fullest rank holds ``cdiv(experts, EP)``
+    and bounds its DP rank's KV cache."""
     raw_gib = raw_gb * 1e9 / GIB
     shard = max(1, lay.tp) * max(1, lay.pp)
     if not (lay.kind.kv_per_dp_rank and lay.dp > 1):
         return raw_gib / shard, None
     ep = max(1, lay.dp) * max(1, lay.tp)
+    experts = facts.routed_experts
+    per_rank = 1 / ep
+    uneven = ""
+    if experts and experts % ep:
+        per_rank = _cdiv(experts, ep) / experts
+        uneven = (f"; {experts} experts over EP {ep}: {experts % ep} ranks hold {_cdiv(experts, ep)}, the rest "
+                  f"{experts // ep} (vLLM's determine_expert_map), and the fullest rank is counted")
     rep = replicated_params(facts)
     if rep is None or not params_b:
-        return raw_gib / ep, ("the share of non-expert weights is unknown: the weights are taken as split evenly "
-                              f"over the {ep} DP × EP ranks (a lower bound: attention and embeddings are replicated on "
-                              "every DP rank)")
+        return raw_gib * per_rank, ("the share of non-expert weights is unknown: the weights are taken as split "
+                                    f"over the {ep} DP × EP ranks (a lower bound: attention and embeddings are "
+                                    "replicated on every DP rank)" + uneven)
     share = min(1.0, rep / (params_b * 1e9))
-    per = raw_gib * share / shard + raw_gib * (1 - share) / ep
+    per = raw_gib * share / shard + raw_gib * (1 - share) * per_rank
     return per, (f"attention and embeddings (~{rep / 1e9:.1f}B of {params_b:g}B parameters, from the model's "
-                 f"geometry) are replicated on every DP rank; the rest split over {ep} EP ranks")
+                 f"geometry) are replicated on every DP rank; the rest split over {ep} EP ranks" + uneven)
 
 
 def activation_gib(facts: ModelFacts, batched: int, seqs: int) -> tuple[float, str, str | None]:

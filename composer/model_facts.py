@@ -167,6 +167,16 @@ class ModelFacts:
         return None
 
     @property
+    def routed_experts(self) -> Optional[int]:
+        """Routed experts per MoE layer (any HF naming, ``EXPERT_KEYS``), or
+        None when unknown or not a positive integer."""
+        for k in EXPERT_KEYS:
+            v = self.values.get(k)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+        return None
+
+    @property
     def is_moe(self) -> Optional[bool]:
         """True when the model has routed experts (any HF naming, or the recipe
         says ``architecture: moe``), False when it says ``dense`` or a config

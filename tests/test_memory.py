@@ -196,6 +196,25 @@ def test_dp_ep_replicates_attention_and_embeddings_on_every_dp_rank(ctx_of):
     assert tep.weights_gib == pytest.approx(raw_gib / 16)
 
 
+
+def test_experts_ep_does_not_divide_count_on_the_fullest_rank(ctx_of):
+    """Kimi K3's 896 routed experts over EP 40 (DEP on 5 nodes of 8): vLLM gives
+    16 ranks 23 experts and 24 ranks 22 (expert_map_manager.py:66-76); the
+    fullest rank's weights bound its KV cache. EP 32 divides 896: 28 each."""
+    ctx = ctx_of("moonshotai/Kimi-K3")
+    raw_gib = 1680 / 1.2 * 1e9 / GIB
+    caps = {n: capacity(ctx, Layout("dep", n, 8, tp=1, dp=8 * n, dp_local=8, replica_nodes=n), "b200", "default", 0.9)
+            for n in (4, 5)}
+    even = [a for a in caps[4].assumptions if "experts over" in a]
+    (uneven,) = [a for a in caps[5].assumptions if "experts over" in a]
+    assert not even and "896 experts over EP 40: 16 ranks hold 23, the rest 22" in uneven
+    # EP 32: w = r + (raw - r) / 32 gives the replicated part r; at EP 40 the fullest rank holds
+    # 23/896 of the expert weights, not 1/40.
+    shared = (caps[4].weights_gib * 32 - raw_gib) / 31
+    experts = raw_gib - shared
+    assert caps[5].weights_gib == pytest.approx(shared + experts * 23 / 896, rel=1e-6)
+    assert caps[5].weights_gib > shared + experts / 40
+
 # ----- reference figures -------------------------------------------------------
 
 def test_the_model_reproduces_the_published_reference_figures():
