@@ -766,10 +766,11 @@ def launch_notices(ctx: RecipeContext, sel: Selection, commands: list[Command], 
     for (rule_id, message, fix), vs in groups.items():
         rule = launch.RULE[rule_id]
         cmds = [commands[v.command] for v in vs if v.command is not None and v.command < len(commands)]
-        labels = list(dict.fromkeys(c.label for c in cmds))
         first = cmds[0] if cmds else None
         values, subject, key = _deciding(rule, first)
+        labels = _failing_nodes(sel, cmds, commands)
         where = (", ".join(labels) + ": ") if len(commands) > 1 and labels else ""
+        where = where[:1].upper() + where[1:]
         assumed = f" (Assumed: {vs[0].assumed}.)" if vs[0].assumed else ""
         if rule.level == "error":
             text = f"{where}vLLM {launch.VERSION} refuses to start: {message}{assumed} Fix: {fix}."
@@ -777,6 +778,39 @@ def launch_notices(ctx: RecipeContext, sel: Selection, commands: list[Command], 
             text = f"{where}vLLM {launch.VERSION} starts, degraded: {message}{assumed} Cost: {rule.cost}. Fix: {fix}."
         notices.add(rule.level, f"launch-{rule_id}", text, subject=subject, rule=rule_id, values=values or None,
                     key=key, fix=fix, source=rule.source)
+
+
+def _failing_nodes(sel: Selection, failing: list[Command], commands: list[Command]) -> list[str]:
+    """Who breaks a rule, in words: the labels of the ``failing`` commands,
+    with a pool (or a plain multi-node deployment) whose every node fails
+    said once ("all 4 decode nodes", "both nodes"). A lean plan (``build_commands`` lite)
+    builds only a pool's head and first follower; the other followers differ
+    from it only by their rank, so a failing last-built follower stands for
+    the rest ("Decode nodes 2–4 of 4"). Deployments with instances (TP + DP
+    replicas) keep their labels."""
+    labels = list(dict.fromkeys(c.label for c in failing))
+    if any(c.label.startswith("Instance") for c in commands):
+        return labels
+    out: list[str] = []
+    for pool in dict.fromkeys(c.pool for c in failing):
+        mine = [c for c in failing if c.pool == pool]
+        built = [c for c in commands if c.pool == pool and c.role != "router"]
+        found = sel.pool(pool) if pool else None
+        nodes = found.nodes if found is not None else sel.nodes
+        noun = f"{pool} nodes" if pool else "nodes"
+        first = 1 if pool else 0  # P/D labels count from 1 ("Decode node 1/4"), others from the head's 0
+        ranks = {c.node_rank for c in mine}
+        if nodes > 1 and ranks == {c.node_rank for c in built} and (len(built) == nodes or max(ranks) >= 1):
+            out.append(f"both {noun}" if nodes == 2 else f"all {nodes} {noun}")
+            continue
+        last = max(c.node_rank for c in built)
+        if len(built) < nodes and last in ranks and last >= 1:
+            out.extend(dict.fromkeys(c.label for c in mine if c.node_rank != last))
+            out.append(f"{noun.capitalize()} {last + first}–{nodes - 1 + first} of {nodes}" if pool else
+                       f"Nodes {last}–{nodes - 1}")
+            continue
+        out.extend(dict.fromkeys(c.label for c in mine))
+    return out
 
 
 def _deciding(rule: launch.Rule, cmd: Command | None) -> tuple[tuple[tuple[str, str], ...], str | None, str | None]:

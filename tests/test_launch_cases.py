@@ -111,13 +111,29 @@ def test_batched_tokens_below_max_num_seqs():
     assert n["level"] == "error" and n["rule"] == "batched-tokens-ge-seqs"
     assert n["values"] == {"--max-num-batched-tokens": "32", "--max-num-seqs": "128"}
     assert n["key"] == "strategy_overrides.pd_cluster.decode.vllm_args" and n["source"] == "vllm/config/scheduler.py:331-336"
-    assert "--max-num-batched-tokens" in n["fix"] and "Decode node 1/2, Decode node 2/2" in n["message"]
+    assert "--max-num-batched-tokens" in n["fix"] and n["message"].startswith("Both decode nodes: ")
     assert not [x for x in plan["notices"] if x["code"] == "scheduler-budget"]  # one rule, one place
     # … and the option that leads there is disabled with that reason.
     page = compose_page(ctx(CORPUS, "moonshotai/Kimi-K3"), "hardware=mi355x&strategy=pd_cluster")
     [spec] = [o for o in page["options"]["features"] if o["id"] == "spec_decoding"]
     assert spec["disabled"] and spec["reason"] == n["message"]
 
+
+
+def test_a_rule_every_node_of_a_pool_breaks_names_the_pool_once():
+    """Kimi K3 on H100, P/D with 4 decode nodes: Advanced max-num-seqs 256
+    breaks vLLM's budget rule on every decode node. The option's reason comes
+    from a lean plan that builds only the head and the first follower; it must
+    say all four, not list the two it built ("Decode node 1/4, Decode node
+    2/4"), and the full plan says the same."""
+    c = ctx(ROOT / "recipes", "moonshotai/Kimi-K3")
+    page = compose_page(c, "hardware=h100&strategy=pd_cluster")
+    assert page["selection"]["decode_nodes"] == 4
+    [opt] = [o for o in page["options"]["advanced"] if o["id"] == "max_num_seqs_256"]
+    assert opt["disabled"] and opt["reason"].startswith("All 4 decode nodes: vLLM 0.33.0 refuses to start")
+    plan = compose(c, "hardware=h100&strategy=pd_cluster&advanced=max_num_seqs_256", every_form=False)
+    [n] = [n for n in plan["notices"] if n["code"] == "launch-batched-tokens-ge-seqs"]
+    assert n["message"] == opt["reason"]
 
 @corpus
 def test_dcp_larger_than_tp():
