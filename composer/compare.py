@@ -38,7 +38,8 @@ class CommandPair:
 @dataclass(frozen=True)
 class PoolFigures:
     """Capacity and concurrency of one pool (``deployment`` outside P/D) in
-    one plan: GPUs, KV cache (GB) and tokens (the memory model's estimate,
+    one plan: GPUs, KV cache (GB over the pool; ``kv_gib`` per GPU, as vLLM
+    logs it) and tokens (the memory model's estimate,
     ``composer.memory``; every DP rank's together), the engines (DP ranks, each scheduling its own batch; 1
     without DP), ``max_num_seqs`` in force per engine (the flag or vLLM's
     default for the GPU, ``launch.budget``; None unknown), the max-model-len in
@@ -54,6 +55,7 @@ class PoolFigures:
     max_num_seqs: Optional[int]
     max_model_len: Optional[int]
     full_sequences: Optional[int]
+    kv_gib: Optional[float] = None
 
     @property
     def concurrency(self) -> Optional[int]:
@@ -149,7 +151,7 @@ def _figures(ctx, plan) -> dict[str, PoolFigures]:
         full = ranks * (tokens // mml) if tokens and mml else None
         tokens = ranks * tokens if tokens else tokens
         out[scope] = PoolFigures(scope, str(cap.get("where", "")), cap.get("gpus"), cap.get("kv_gb"), tokens,
-                                 engines, seqs, mml, full)
+                                 engines, seqs, mml, full, cap.get("kv_gib"))
     return out
 
 

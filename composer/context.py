@@ -127,7 +127,8 @@ class RecipeContext:
         if not hw.scalable:
             weights = self.weights_gb(variant_id)
             if not weights_fit(weights, hw.vram_gb):
-                return f"It cannot be clustered, and one holds less than the {weights:g} GB of weights."
+                from composer.memory import recipe_size_text
+                return f"It cannot be clustered, and one holds less than {recipe_size_text(self, variant_id)}."
         return None
 
     def is_verified(self, hw_id: str) -> bool:

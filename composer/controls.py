@@ -8,6 +8,7 @@ from __future__ import annotations
 from composer import run_forms as run
 from composer.canonical import raise_reason, resolved_selection, resolved_with_notices
 from composer.context import MAX_NODES, RecipeContext
+from composer.memory import recipe_size_text
 from composer.dimensions import DIMENSIONS, EFFECT_DIMS, POOLS, Selection
 from composer.modes import default_mode, format_fmode, mode_block_reason, mode_label, moded_features, parse_fmode
 from composer.outputs import Option
@@ -193,7 +194,7 @@ def _strategy(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, li
         st = ctx.strategy(s)
         reason = ctx.strategy_block_reason(s, sel.hardware)
         if reason is None and st.deploy_type == "single_node" and weights and not ctx.fits_one_node(sel.hardware, sel.variant):
-            reason = f"One {hwp.display_name} node cannot hold {weights:g} GB of weights."
+            reason = f"One {hwp.display_name} node cannot hold {recipe_size_text(ctx, sel.variant)}."
         if reason is None and ctx.floor_nodes(s, sel.hardware) > MAX_NODES:
             reason = f"Needs more than {MAX_NODES} nodes of {hwp.display_name}."
         same_kind = st.deploy_type == deploy

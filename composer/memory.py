@@ -254,6 +254,9 @@ class Capacity:
     holds_for: Optional[object] = field(default=None, compare=False, repr=False)
     """``(kv_gib, length) -> bool``: ``KvGeometry.holds_one`` of this geometry
     at the max-model-len in force (vLLM's start-up check, null block held back)."""
+    dp_ranks: int = 1
+    """DP ranks of the replica when ``kv_tokens`` counts one of them
+    (``token_scope``), else 1."""
 
     @property
     def weights_fit(self) -> bool:
@@ -311,13 +314,12 @@ class Capacity:
         # The recipe's size includes headroom; vLLM's per-GPU figures below are of the
         # weights themselves: say both, or the two numbers do not reconcile (a
         # fresh user's finding: 1680 GB over 32 GPUs is not 40.75 GiB per GPU).
-        raw = self.weights_raw_gb
-        size = (f"{self.weights_gb:g} GB ({raw:.0f} GB of weights + the recipe's headroom)"
-                if raw and abs(raw - self.weights_gb) > 0.01 * self.weights_gb else f"{self.weights_gb:g} GB of weights")
+        size = size_text(self.weights_gb, self.weights_raw_gb)
         # The fit rule compares the recipe's GB with the taxonomy's vendor GB; vLLM
         # counts torch's GiB: name both, each with its unit, so neither reads as the other.
         per = f" × {self.torch_gib:g} GiB as torch reports them" if self.torch_gib else ""
-        text = f"{size} on {where}: {gpus}{per}; {pct} % of the taxonomy's {self.hbm_gb:g} GB"
+        text = (f"{size} on {where}: {gpus}{per}; {pct} % of the {self.hbm_gb:g} GB the taxonomy lists (the vendors' "
+                f"figures, which the node-count rule compares)")
         if self.kv_gib is None:
             return text + "."
         if not self.weights_fit:
@@ -336,6 +338,9 @@ class Capacity:
                      f"{self.max_model_len:,} tokens per request {self.concurrency:.2f}x")
             if self.context and self.context_concurrency is not None and self.context != self.max_model_len:
                 text += f" ({self.context_concurrency:.2f}x for {self.context:,})"
+            if self.dp_ranks > 1:  # a fresh user read one DP rank's figure as the deployment's
+                text += (f"; the {self.dp_ranks} DP ranks each hold their own: {self.kv_tokens * self.dp_ranks:,} "
+                         f"tokens, {self.concurrency * self.dp_ranks:.2f}x in all")
         else:
             text += f" (tokens not estimated: {self.no_tokens_reason or GEOMETRY_UNKNOWN})"
         text += "."
@@ -415,7 +420,25 @@ def batch_defaults(total_gib: float) -> tuple[int, int]:
     return BATCH_DEFAULTS[-1][1], BATCH_DEFAULTS[-1][2]
 
 
-def raw_weights_gb(ctx: RecipeContext, variant_id: str, task: str | None, hw_id: str) -> tuple[float | None, str]:
+def size_text(weights_gb: float, raw_gb: float | None) -> str:
+    """The recipe's size in words: ``"1680 GB (1400 GB of weights + the
+    recipe's headroom)"`` when it includes headroom, else ``"… GB of
+    weights"`` (a fresh user read "1680 GB of weights" beside "1400 GB of
+    weights" as a contradiction)."""
+    if raw_gb and abs(raw_gb - weights_gb) > 0.01 * weights_gb:
+        return f"{weights_gb:g} GB ({raw_gb:.0f} GB of weights + the recipe's headroom)"
+    return f"{weights_gb:g} GB of weights"
+
+
+def recipe_size_text(ctx: RecipeContext, variant_id: str, task: str | None = None, hw_id: str | None = None) -> str:
+    """``size_text`` of a variant's ``vram_minimum_gb`` (``raw_weights_gb``)."""
+    weights = ctx.weights_gb(variant_id, task, hw_id)
+    if weights is None:
+        return "the weights"
+    return size_text(weights, raw_weights_gb(ctx, variant_id, task, hw_id)[0])
+
+
+def raw_weights_gb(ctx: RecipeContext, variant_id: str, task: str | None, hw_id: str | None) -> tuple[float | None, str]:
     """``(GB, where from)`` of the weights themselves: the variant's
     ``checkpoint_gb`` (the checkpoint's real size) when given, else
     ``vram_minimum_gb`` ÷ its ``headroom`` (the seed's 1.2 when unset)."""
@@ -763,9 +786,11 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
     d_batched, d_seqs = batch_defaults(total)
     batched = flags.max_num_batched_tokens or d_batched
     seqs = flags.max_num_seqs or d_seqs
-    if not (flags.max_num_batched_tokens and flags.max_num_seqs):
-        notes.append(f"vLLM's defaults for a {total:g} GiB GPU: --max-num-batched-tokens {d_batched}, "
-                     f"--max-num-seqs {d_seqs} (engine/arg_utils.py:2973-3006)")
+    unset = [f"--max-num-batched-tokens {d_batched}"] if not flags.max_num_batched_tokens else []
+    unset += [f"--max-num-seqs {d_seqs}"] if not flags.max_num_seqs else []
+    if unset:  # only the defaults the command leaves in force (a fresh user saw 16384 beside the command's 32768)
+        notes.append(f"vLLM's default{'s' if len(unset) > 1 else ''} for a {total:g} GiB GPU, which the command does "
+                     f"not set: {', '.join(unset)} (engine/arg_utils.py:2973-3006)")
     group = world > 1
     non_torch = NON_TORCH_GIB[1 if group else 0]
     act, act_run, act_note = activation_gib(facts, batched, seqs)
@@ -815,7 +840,8 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
         notes.append("the model's attention geometry is unknown: KV tokens are not estimated")
     return Capacity(weights, gpus, hbm, flags.util, usable, round(raw_gb, 1), 0.0, kv_gb, tokens, mml, explicit,
                     lay.token_scope, total, requested, w_gib, kv_gib, tuple(terms), conc, context, ctx_conc,
-                    tuple(notes), (), world, why_none, auto_from, fn, holds)
+                    tuple(notes), (), world, why_none, auto_from, fn, holds,
+                    lay.dp if lay.token_scope else 1)
 
 
 def auto_fit_length(geo: "KvGeometry", kv_gib: float, original: int, dcp: int, batched: int, batches: int) -> int:

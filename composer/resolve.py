@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from composer.dimensions import CONTEXTS, DEFAULT_CONTEXT, POOLS, Pool, Selection
 from composer.context import MAX_NODES, RecipeContext
 from composer.layers import compose_layers
-from composer.memory import DEFAULT_GPU_UTIL, Flags, capacity
+from composer.memory import DEFAULT_GPU_UTIL, Flags, capacity, recipe_size_text
 from composer.modes import available_modes, default_mode, mode_block_reason, mode_label, moded_features, parse_fmode, preferred_mode
 from composer.notices import Notices
 from composer.parallel import KINDS, POOL_KINDS, Layout, layout_problem, make_layout
@@ -158,9 +158,23 @@ def _step_version(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _D
     return d
 
 
+def _by_case(value: str | None, ids, what: str, n: Notices) -> str | None:
+    """``value`` as given when it is one of ``ids``, else the one id it
+    names in another case (``H200`` → ``h200``, said in an info notice
+    ``id-case``; the page's link then carries the id), else as given."""
+    if value is None or value in ids:
+        return value
+    found = [i for i in ids if i.lower() == value.lower()]
+    if len(found) != 1:
+        return value
+    n.add("info", "id-case", f"{what} {_short(value)} was read as {found[0]}.", subject=what.lower(), old=value,
+          new=found[0])
+    return found[0]
+
+
 def _step_variant(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
     r = ctx.recipe
-    variant = req.get("variant") or "default"
+    variant = _by_case(req.get("variant"), r.variants, "Variant", n) or "default"
     if variant not in r.variants:
         n.add("warning", "invalid-variant", f"Variant {_short(variant)} is not in this recipe; the default variant is shown.")
         variant = "default" if "default" in r.variants else next(iter(r.variants))
@@ -170,7 +184,7 @@ def _step_variant(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _D
 def _step_hardware(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
     """The GPU; asked for without a variant, it brings the checkpoint that
     runs there (issue 12.6: an NVFP4 default does not make MI355X unusable)."""
-    hw, variant = req.get("hardware"), d.variant
+    hw, variant = _by_case(req.get("hardware"), ctx.listed_hardware, "Hardware", n), d.variant
     if hw in ctx.listed_hardware and req.get("variant") is None and ctx.hardware_block_reason(hw, variant):
         runs = ctx.variant_for(hw)
         if runs is not None:
@@ -204,7 +218,7 @@ def _step_strategy(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _
     if want_nodes is not None and not 1 <= want_nodes <= MAX_NODES:
         n.add("warning", "invalid-nodes", f"The value nodes={want_nodes} is outside 1–{MAX_NODES} and was ignored.")
         want_nodes = None
-    sid = req.get("strategy")
+    sid = _by_case(req.get("strategy"), offered, "Strategy", n)
     if sid is not None:
         if sid not in offered:
             n.add("warning", "invalid-strategy", f"Strategy {_short(sid)} is not offered by this recipe; the recommended strategy is shown.")
@@ -229,13 +243,12 @@ def _say_strategy_auto(ctx: RecipeContext, hw: str, variant: str, sid: str, supp
     if not (default in supported and sid != default and ctx.strategy(default).deploy_type == "single_node"
             and ctx.strategy(sid).deploy_type == "multi_node"):
         return
-    weights = ctx.weights_gb(variant)
     verified = [c.strategy for c in ctx.recipe.meta.verified_configs
                 if c.hardware == hw and c.strategy != sid and c.strategy in supported]
     also = (f" The recipe verified {', '.join(ctx.strategy_label(v) for v in verified)} on "
             f"{ctx.hw(hw).display_name}; pick it under Strategy." if verified else "")
     n.add("info", "strategy-auto",
-          f"One {ctx.hw(hw).display_name} node ({ctx.hw(hw).vram_gb:g} GB) cannot hold {weights:g} GB of weights, "
+          f"One {ctx.hw(hw).display_name} node ({ctx.hw(hw).vram_gb:g} GB) cannot hold {recipe_size_text(ctx, variant)}, "
           f"so {ctx.strategy_label(sid)} is shown instead of the recipe's default {ctx.strategy_label(default)}.{also}")
 
 

@@ -58,7 +58,7 @@ def test_pd_pool_that_cannot_hold_the_weights_is_raised_with_the_reason(plan):
     p = plan("hardware=gb200&strategy=pd_cluster&prefill_nodes=2&prefill_mode=tep")
     assert p["selection"]["prefill_nodes"] == 3
     (n,) = [n for n in p["notices"] if n["code"] == "nodes-raised"]
-    assert "from 2 to 3" in n["message"] and "of the taxonomy's 1536 GB" in n["message"] and "do not fit" in n["message"]
+    assert "from 2 to 3" in n["message"] and "of the 1536 GB the taxonomy lists" in n["message"] and "do not fit" in n["message"]
     opt = next(o for o in p["options"]["prefill_nodes"] if o["id"] == "2")
     assert opt["disabled"] and "1536 GB" in opt["reason"]
     # 5 trays' TP 20 does not divide K3's 96 attention heads.

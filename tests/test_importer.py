@@ -222,4 +222,4 @@ def test_cli_compare_equals_the_api():
     assert "--data-parallel-size: A (not set) → B 16" in txt.stdout
     # figures as the page writes them (a new user compared "1274944 tokens" with the page's "1,274,944")
     figures = [ln for ln in txt.stdout.splitlines() if ln.startswith("deployment ")]
-    assert len(figures) == 2 and all("max-model-len 1,048,576" in ln and not re.search(r"\d{4}", ln) for ln in figures)
+    assert len(figures) == 2 and all("(1,048,576 tokens each)" in ln and not re.search(r"\d{4}", ln) for ln in figures)

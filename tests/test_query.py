@@ -22,7 +22,8 @@ BIG = "hardware=h200&junk=" + "a" * 20_000
 HOSTILE = [
     # (query, expected notice code, selection keys expected to hold)
     ("hardware=zzz", "invalid-hardware", {"hardware": "b300"}),
-    ("hardware=H200", "invalid-hardware", {"hardware": "b300"}),
+    ("hardware=H200", "id-case", {"hardware": "h200"}),  # an id in another case is read as that id, and said
+    ("strategy=Multi_Node_TP", "id-case", {"strategy": "multi_node_tp"}),
     ("hardware=%00", "invalid-hardware", {"hardware": "b300"}),
     ("hardware=h200%0a", "invalid-hardware", {"hardware": "b300"}),
     ("hardware=%ff%fe", "invalid-hardware", {"hardware": "b300"}),

@@ -140,10 +140,11 @@ def render_compare_text(c: dict) -> str:
             if f is None:
                 out.append(f"{p['scope']} {side.upper()}: (none)")
                 continue
-            out.append(f"{p['scope']} {side.upper()}: {_n(f['gpus'])} GPUs, KV cache {_n(f['kv_gb'])} GB "
+            per = f"{f['kv_gib']:.2f} GiB per GPU, " if f.get("kv_gib") is not None else ""
+            out.append(f"{p['scope']} {side.upper()}: {_n(f['gpus'])} GPUs, KV cache {per}{_n(f['kv_gb'])} GB in all "
                        f"(~{_n(f['kv_tokens'])} tokens), {_n(f['engines'])} engine(s) × max-num-seqs "
                        f"{_n(f['max_num_seqs'])} = {_n(f['concurrency'])} sequences at once; "
-                       f"{_n(f['full_sequences'])} of max-model-len {_n(f['max_model_len'])}")
+                       f"{_n(f['full_sequences'])} full-length sequences ({_n(f['max_model_len'])} tokens each) fit")
     for side in ("only_a", "only_b"):
         for n in c["notices"][side]:
             out.append(f"notice only in {side[-1].upper()}: [{n['level']}] {comment(n['message'])}")
