@@ -21,6 +21,7 @@ BOUNDS: dict[str, int] = {
     "owned-units": 256,     # feature id → the flag settings it owns
     "page-selection": 128,  # query → (Selection, canonical Request) of the worker's last plans, for its controls
     "memo": 2048,           # per RecipeContext method: arguments → answer
+    "model-derived": 256,   # per ModelFacts value: (what, TP, PP, KV dtype, block) → KV geometry
 }
 """Entries per region and recipe context."""
 

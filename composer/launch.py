@@ -58,7 +58,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from composer import vllm_cli
 from composer.argv import ArgvError, flag_value, parse_tokens
-from composer.memory import BLOCK_SIZE, kv_geometry_of, torch_memory
+from composer.memory import ASYNC_BATCHES, BLOCK_SIZE, batch_defaults, kv_geometry_of, small_batch_tier, torch_memory
 from composer.model_facts import ModelFacts, facts_for
 
 VERSION = vllm_cli.VERSION
@@ -579,13 +579,6 @@ def data_parallel(s: Serve) -> DataParallel:
     return DataParallel(dp, eff_local, eff_rank, mode, headless, api, auto, explicit_local, start, rank_arg)
 
 
-SERVER_BATCH_DEFAULTS = ((160.0, 16384, 1024), (70.0, 8192, 1024), (0.0, 2048, 256))
-"""vLLM's ``vllm serve`` defaults of (max_num_batched_tokens, max_num_seqs)
-by GPU memory in GiB (``engine/arg_utils.py:2973-3006``: ≥ 160 GiB, ≥ 70 GiB
-unless A100 or GB10, else); ``SchedulerConfig`` keeps 2048 / 128 when the
-device cannot be queried (``config/scheduler.py:41-43``)."""
-
-
 @dataclass(frozen=True)
 class Budget:
     """The scheduler budget in force: ``tokens`` (max_num_batched_tokens) and
@@ -632,9 +625,9 @@ def budget(s: Serve, facts: ModelFacts, target: Target) -> Budget:
     if gib is None:
         d_tokens, d_seqs = None, None
     else:
-        small = "a100" in target.device.lower() or target.capability == (12, 1)
-        d_tokens, d_seqs = next((t, q) for floor, t, q in SERVER_BATCH_DEFAULTS
-                                if gib >= floor and not (small and floor > 0))
+        # vLLM's defaults by torch's total (the memory model's one table; SchedulerConfig keeps
+        # 2048 / 128 when the device cannot be queried, config/scheduler.py:41-43)
+        d_tokens, d_seqs = batch_defaults(gib, small_batch_tier(target.device, target.capability))
     dp = s.int("data-parallel-size") or 1
     batched_dp = (s.str("all2all-backend") in ("deepep_low_latency", "nixl_ep") and bool(s.flag("enable-expert-parallel"))
                   and dp > 1)
@@ -1008,26 +1001,29 @@ def _cdiv(a: int, b: int) -> int:
 
 def kv_bytes_one_sequence(s: Serve, f: ModelFacts, mml: int, tokens_budget: Optional[int]) -> Optional[tuple[float, str]]:
     """``(bytes of KV cache one GPU needs for one sequence of mml tokens, what
-    was left out)``, in vLLM's terms (``v1/kv_cache_interface.py``): full
-    attention ``cdiv(mml / DCP, block) × block`` tokens (643-648), sliding
-    window ``cdiv(min(window - 1 + budget, mml), block) + 1`` blocks (946-956),
-    over the layers and per-token bytes of ``composer.memory.kv_geometry_of``
-    (the project's one KV geometry: MLA's latent on every TP rank, GQA's KV
-    heads split over TP, PP's largest stage). Linear-attention state and MTP
-    draft layers are left out (said in the second element). None when the
-    geometry is unknown."""
+    was left out)``, as vLLM 0.33.0 charges it at start
+    (``v1/core/kv_cache_planning.py:1253-1285`` ``_max_memory_usage_bytes_from_groups``):
+    the stage's bytes per block (the pages of its fullest group) times the
+    blocks one request takes over every KV cache group
+    (``composer.memory.KvGeometry.blocks_per_request``: full attention
+    ``cdiv(cdiv(mml, DCP), block)``, sliding window its window plus the
+    in-flight tokens, linear attention one state block), over the layers and
+    per-token bytes of ``composer.memory.kv_geometry_of`` (the project's one
+    KV geometry: MLA's latent on every TP rank, GQA's KV heads split over TP,
+    PP's stages as vLLM splits them). MTP draft layers, and linear-attention
+    layers whose state size is unknown, are left out (said in the second
+    element). None when the geometry is unknown."""
     tp, pp, _, dcp = parallel_sizes(s)
     geo = kv_geometry_of(f, tp, pp, s.str("kv-cache-dtype"), BLOCK_SIZE)
     if geo is None:
         return None
-    full_tokens = _cdiv(_cdiv(mml, dcp), BLOCK_SIZE) * BLOCK_SIZE
-    window = geo.window or mml
-    sw_tokens = (_cdiv(min(window - 1 + (tokens_budget or 0), mml), BLOCK_SIZE) + 1) * BLOCK_SIZE
-    total = geo.token_bytes * (geo.full * full_tokens + geo.sliding * sw_tokens)
+    batches = ASYNC_BATCHES if max(1, pp) == 1 else pp  # tokens in flight: vllm/config/vllm.py max_concurrent_batches
+    blocks = geo.blocks_per_request(mml, dcp, tokens_budget or 0, batches)
+    total = blocks * geo.block * geo.token_bytes * geo.page_layers_in_force
     left = []
     linear = (f.layer_kinds() or {}).get("linear")
-    if linear:
-        left.append(f"{linear} linear-attention layers' state")
+    if linear and not geo.linear:
+        left.append(f"{linear} linear-attention layers' state (its size is unknown)")
     if f.get("num_nextn_predict_layers") and speculative(s) is not None:
         left.append("the MTP draft layers")
     return total, ", ".join(left)

@@ -411,13 +411,23 @@ def torch_gib(ctx: RecipeContext, hw_id: str) -> float:
     return torch_memory(hw_id, ctx.hw(hw_id))[0]
 
 
-def batch_defaults(total_gib: float) -> tuple[int, int]:
+def batch_defaults(total_gib: float, small: bool = False) -> tuple[int, int]:
     """``(max_num_batched_tokens, max_num_seqs)`` vLLM's API server takes when
-    unset, for a GPU of ``total_gib`` (``BATCH_DEFAULTS``)."""
+    unset, for a GPU of ``total_gib`` (``BATCH_DEFAULTS``); ``small``: an A100
+    or a GB10 (compute capability 12.1), which vLLM keeps out of the ≥ 70 GiB
+    tier (``engine/arg_utils.py:2960-2986``; the ≥ 160 GiB tier has no such
+    exclusion). The one table: ``composer.launch.budget`` reads it too."""
     for floor, tokens, seqs in BATCH_DEFAULTS:
-        if total_gib >= floor:
+        if total_gib >= floor and not (small and floor == 70.0):
             return tokens, seqs
     return BATCH_DEFAULTS[-1][1], BATCH_DEFAULTS[-1][2]
+
+
+def small_batch_tier(device: str, capability: tuple[int, int] | None) -> bool:
+    """Whether vLLM keeps a GPU on the small batch tier despite its memory:
+    an A100 by name, a GB10 by compute capability 12.1
+    (``engine/arg_utils.py:2960-2986``)."""
+    return "a100" in (device or "").lower() or capability == (12, 1)
 
 
 def size_text(weights_gb: float, raw_gb: float | None) -> str:
@@ -551,9 +561,18 @@ class KvGeometry:
         size, groups = group_layout(self.full, self.sliding, self.linear)
         return (size, *groups)
 
+    @property
+    def page_layers_in_force(self) -> int:
+        """Layers whose pages make one block of the pool (the group size, or
+        under PP the fullest projected group of the bounding stage)."""
+        return self._groups()[0]
+
     def num_blocks(self, kv_gib: float) -> int:
         """Blocks of the shared pool: available memory ÷ (page × group size)
-        (``kv_cache_planning.py:681``)."""
+        (``kv_cache_planning.py:681``); 0 for memory that is not a finite
+        positive figure."""
+        if not (kv_gib > 0 and math.isfinite(kv_gib)):
+            return 0
         size, *_ = self._groups()
         return int(kv_gib * GIB // (self.block * self.token_bytes * size))
 
@@ -594,11 +613,8 @@ def kv_geometry(facts: ModelFacts, lay: Layout, kv_dtype: str | None, block: int
 
 def kv_geometry_of(facts: ModelFacts, tp: int, pp: int, kv_dtype: str | None, block: int | None) -> KvGeometry | None:
     """``_kv_geometry_of``, made once per facts value and arguments (``ModelFacts.derived``)."""
-    key = ("kv-geometry", tp, pp, kv_dtype, block)
-    found = facts.derived.get(key, facts)
-    if found is facts:
-        found = facts.derived[key] = _kv_geometry_of(facts, tp, pp, kv_dtype, block)
-    return found
+    return facts.derived.get(("kv-geometry", tp, pp, kv_dtype, block),
+                             lambda: _kv_geometry_of(facts, tp, pp, kv_dtype, block))
 
 
 def _kv_geometry_of(facts: ModelFacts, tp: int, pp: int, kv_dtype: str | None, block: int | None) -> KvGeometry | None:
@@ -634,7 +650,7 @@ def _kv_geometry_of(facts: ModelFacts, tp: int, pp: int, kv_dtype: str | None, b
         else:
             state = found
             bs = max(bs, _cdiv(math.ceil(state / per), HYBRID_BLOCK_ALIGN) * HYBRID_BLOCK_ALIGN)
-    window = int(facts.get("sliding_window") or 0)
+    window = facts.sliding_window or 0
     if kinds["sliding"] and not window:
         notes.append("the sliding window is unknown: sliding layers are counted as full attention")
         counted["sliding"] = "full"
@@ -686,24 +702,32 @@ def pp_stage_layers(sequence: tuple[str, ...], pp: int
     group (``:574-605`` ``_get_kv_cache_bytes_per_block``), and every stage
     takes the smallest stage's block count (``:1580-1594``). Stages are
     assumed to have the same memory for KV. Layers of another kind (``""``:
-    not counted) keep their place in the split."""
-    parts = pp_partitions(len(sequence), pp)
-    bounds, at = [], 0
-    for n in parts:
-        bounds.append((at, at + n))
-        at += n
+    not counted) keep their place in the split. Linear in the layers (a PP
+    larger than the layer count leaves one layer a stage, the rest empty)."""
+    n = len(sequence)
+    pp = max(1, pp)
+    if pp >= n:
+        stage_of = list(range(n))  # get_pp_indices: at most one layer a stage
+    else:
+        stage_of = []
+        for st, size in enumerate(pp_partitions(n, pp)):
+            stage_of.extend([st] * size)
     kinds = ("full", "sliding", "linear")
     where = {k: [i for i, t in enumerate(sequence) if t == k] for k in kinds}
     _size, counts = group_layout(*(len(where[k]) for k in kinds))
     most = [0, 0, 0]
     page = 0
-    for lo, hi in bounds:
-        for j, k in enumerate(kinds):
-            on = [i for i in where[k] if lo <= i < hi]
-            most[j] = max(most[j], len(on))
-            groups = counts[j]
-            for g in range(groups):
-                page = max(page, sum(1 for i in where[k][g::groups] if lo <= i < hi))
+    for j, k in enumerate(kinds):
+        per_stage: dict[int, int] = {}
+        per_group: dict[tuple[int, int], int] = {}
+        groups = max(1, counts[j])
+        for pos, i in enumerate(where[k]):
+            st = stage_of[i]
+            per_stage[st] = per_stage.get(st, 0) + 1
+            key = (st, pos % groups)
+            per_group[key] = per_group.get(key, 0) + 1
+        most[j] = max(per_stage.values(), default=0)
+        page = max([page, *per_group.values()])
     return (most[0], most[1], most[2]), counts, max(1, page)
 
 
@@ -783,7 +807,9 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
     w_gib, w_note = weights_per_gpu(ctx, lay, raw_gb, facts, _params_b(ctx, variant_id))
     if w_note:
         notes.append(w_note)
-    d_batched, d_seqs = batch_defaults(total)
+    from composer.launch import CUDA_CAPABILITY  # at call time: composer.launch imports this module
+
+    d_batched, d_seqs = batch_defaults(total, small_batch_tier(hw.display_name, CUDA_CAPABILITY.get(hw_id)))
     batched = flags.max_num_batched_tokens or d_batched
     seqs = flags.max_num_seqs or d_seqs
     unset = [f"--max-num-batched-tokens {d_batched}"] if not flags.max_num_batched_tokens else []

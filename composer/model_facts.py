@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
 from types import MappingProxyType
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, TypeGuard
+
+from composer.cache import BOUNDS, BoundedCache
 
 DATA: dict = json.loads(resources.files("composer").joinpath("data", "model_facts.json").read_text(encoding="utf-8"))
 MODELS: Mapping[str, Mapping[str, Any]] = DATA["models"]
@@ -115,6 +117,16 @@ def data_entry(model_id: str) -> tuple[str, Mapping[str, Any]] | None:
     or one of an entry's ``aliases``, case-insensitive), or None."""
     key = _ALIASES.get((model_id or "").lower())
     return (key, MODELS[key]) if key else None
+
+
+MAX_LAYERS = 4096
+"""The most decoder layers a config may give and still be read (the largest
+models have a few hundred): past it the layout is unknown, so a hostile recipe
+cannot make the KV geometry's per-layer work unbounded."""
+
+
+def _positive_int(v: Any) -> TypeGuard[int]:
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0
 
 
 @dataclass(frozen=True)
@@ -215,11 +227,18 @@ class ModelFacts:
         return self._layer_sequence
 
     @cached_property
-    def derived(self) -> dict:
+    def derived(self) -> BoundedCache:
         """Values computed from the facts, by key (``composer.memory``'s KV
-        geometries by TP/PP/dtype/block: a handful per model). The facts are
-        frozen, so an answer never goes stale."""
-        return {}
+        geometries by TP/PP/dtype/block: a handful per page), at most
+        ``BOUNDS["model-derived"]`` (pasted commands can ask for any TP). The
+        facts are frozen, so an answer never goes stale."""
+        return BoundedCache(BOUNDS["model-derived"])
+
+    @property
+    def sliding_window(self) -> Optional[int]:
+        """``sliding_window`` when it is a positive integer, else None."""
+        v = self.values.get("sliding_window")
+        return v if _positive_int(v) else None
 
     @cached_property
     def _layer_sequence(self) -> Optional[tuple[str, ...]]:
@@ -235,6 +254,8 @@ class ModelFacts:
         order matters under PP: ``composer.memory.kv_geometry_of`` splits it
         into stages as vLLM's ``get_pp_indices`` does."""
         n = self.values.get("num_hidden_layers")
+        if not _positive_int(n) or n > MAX_LAYERS:
+            return None  # vLLM splits stages by num_hidden_layers; a count past any model's is unknown, never work
         la = self.values.get("linear_attn_config")
         if la is not None:
             # Kimi Linear / K3: layer i (0-based) is KDA when i + 1 is in kda_layers
@@ -242,7 +263,7 @@ class ModelFacts:
             # that does not add up (not lists of layer numbers 1..n, more KDA layers
             # than layers) is unknown, never a negative count.
             kda, full = (la.get("kda_layers"), la.get("full_attn_layers")) if isinstance(la, Mapping) else (None, None)
-            if not (isinstance(kda, list) and isinstance(full, list) and isinstance(n, int) and n > 0):
+            if not (isinstance(kda, list) and isinstance(full, list)):
                 return None
             if not (all(isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= n for i in kda + full)
                     and len(set(kda)) == len(kda) and not set(kda) & set(full)):
@@ -251,9 +272,10 @@ class ModelFacts:
             return tuple("linear" if i + 1 in linear else "full" for i in range(n))
         types = self.values.get("layer_types")
         if types:
+            if not isinstance(types, (list, tuple)) or len(types) < n or not all(isinstance(t, str) for t in types):
+                return None  # not one kind per layer: unknown (vLLM reads layer_types[i] for each of the n layers)
             out = []
-            for t in types:
-                t = str(t)
+            for t in types[:n]:
                 if "sliding" in t or t == "local_attention" or t == "chunked_attention":
                     out.append("sliding")
                 elif t in ("full_attention", "attention", "global_attention"):
@@ -261,12 +283,10 @@ class ModelFacts:
                 else:
                     out.append("linear")
             return tuple(out)
-        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-            return None
         interval = self.values.get("full_attention_interval")
-        if isinstance(interval, int) and not isinstance(interval, bool) and interval > 0:
+        if _positive_int(interval):
             return tuple("full" if (i + 1) % interval == 0 else "linear" for i in range(n))
-        if self.values.get("sliding_window"):
+        if self.sliding_window:
             return ("sliding",) * n
         return ("full",) * n
 

@@ -183,15 +183,26 @@ class HardwareProfile:
     mnnvl: Optional[bool] = None
     """Whether nodes share a multi-node NVLink domain (GB200/GB300 NVL trays);
     unset: true for Grace-Blackwell profiles (display name starting "GB")."""
-    torch_memory_gib: Optional[Annotated[float, Field(gt=0)]] = None
+    torch_memory_gib: Optional[Annotated[float, Field(gt=0, allow_inf_nan=False)]] = None
     """GPU memory torch reports per GPU (``torch.cuda.mem_get_info`` total,
     what vLLM multiplies by ``--gpu-memory-utilization``,
-    ``vllm/v1/worker/utils.py:716-726``), in GiB, e.g. 79.18 for an H100 SXM."""
+    ``vllm/v1/worker/utils.py:716-726``), in GiB, e.g. 79.18 for an H100 SXM;
+    at most the vendor's GB per GPU (their HBM "GB" are at most GiB: torch
+    never sees more than the GPU has; ``__post_init__``)."""
     torch_memory_source: str = ""
     """Where ``torch_memory_gib`` comes from (a published start-up log or
     measurement), or the rule it was derived by."""
     host_memory_gib: Optional[Annotated[float, Field(gt=0)]] = None
     """Host DRAM per node in GiB, where known (KV offload is counted against it)."""
+
+    def __post_init__(self) -> None:
+        """Refuse a ``torch_memory_gib`` above the vendor's GB per GPU
+        (raises ValueError: an adversarial taxonomy's 1e300 made every
+        capacity a NaN)."""
+        if self.torch_memory_gib and self.vram_gb and self.torch_memory_gib > self.gb_per_gpu:
+            raise ValueError(f"torch_memory_gib {self.torch_memory_gib:g} is more than the profile's "
+                             f"{self.gb_per_gpu:g} GB per GPU (vram_gb / gpu_count): torch cannot see more memory "
+                             f"than the GPU has")
 
     @property
     def has_mnnvl(self) -> bool:

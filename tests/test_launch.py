@@ -262,18 +262,20 @@ def test_kv_bytes_per_sequence_in_vllms_terms():
     # GQA: 8 KV heads over TP 4 → 2 per rank × (K and V) × 128 × 2 bytes × 80 layers.
     s = parse_serve(serve("-tp", "4"))
     assert kv_bytes_one_sequence(s, GQA, 1024, None)[0] == 80 * 2 * 2 * 128 * 2 * 1024
-    # Sliding-window layers hold window - 1 + the token budget (rounded to blocks, + 1 block), not the context.
+    # Sliding-window layers hold window - 1 + the tokens in flight (two batches of the token budget with async
+    # scheduling, vllm/config/vllm.py max_concurrent_batches; rounded to blocks, + 1 block), not the context; the
+    # full and sliding groups (1 layer each) each take their blocks (kv_cache_planning.py:1253-1285).
     swa = facts(num_attention_heads=64, num_key_value_heads=8, head_dim=64, num_hidden_layers=2, sliding_window=128,
                 layer_types=["sliding_attention", "full_attention"], model_type="gpt_oss")
     s = parse_serve(serve())
     need, _ = kv_bytes_one_sequence(s, swa, 131072, 2048)
     per_token = 2 * 8 * 64 * 2
-    assert need == per_token * (131072 + (-(-(127 + 2048) // 16) + 1) * 16)
-    # Linear-attention layers are said to be left out.
+    assert need == per_token * (131072 + (-(-(127 + 2 * 2048) // 16) + 1) * 16)
+    # Linear-attention layers whose state size is unknown are said to be left out.
     hybrid = facts(num_attention_heads=16, num_key_value_heads=2, head_dim=256, num_hidden_layers=48,
                    full_attention_interval=4, model_type="qwen3_next")
     need, left = kv_bytes_one_sequence(s, hybrid, 1024, None)
-    assert need == 12 * 2 * 2 * 256 * 2 * 1024 and "36 linear-attention layers" in left
+    assert need == 12 * 2 * 2 * 256 * 2 * 1024 and "36 linear-attention layers' state (its size is unknown)" in left
 
 
 def test_kv_fit_offers_a_max_model_len_that_fits():

@@ -90,6 +90,34 @@ def test_requested_memory_is_torch_total_times_utilization(ctx_of):
     assert cap.kv_gib == pytest.approx(cap.requested_gib - sum(t.gib for t in cap.terms))
 
 
+def test_a_taxonomy_cannot_give_more_torch_memory_than_the_gpu_has():
+    """A profile's own torch_memory_gib is at most its vendor GB per GPU and
+    finite (an adversarial 1e300 made every capacity a NaN): the catalogue is
+    refused with the key path."""
+    from pydantic import ValidationError
+
+    from composer.buildtime.loader import load_catalog_data
+    from composer.buildtime.validate import validate_catalog
+
+    data, _ = load_catalog_data(RECIPES)
+    for bad in (1e300, float("inf"), 142.0):
+        data["taxonomy"]["hardware_profiles"]["h200"]["torch_memory_gib"] = bad
+        with pytest.raises(ValidationError) as err:
+            validate_catalog(data)
+        assert "taxonomy.hardware_profiles.h200" in str(err.value), bad
+    data["taxonomy"]["hardware_profiles"]["h200"]["torch_memory_gib"] = 139.0
+    assert validate_catalog(data).taxonomy.hardware_profiles["h200"].torch_memory_gib == 139.0
+
+
+def test_gb10_keeps_the_small_batch_tier():
+    """vLLM keeps GB10 (capability 12.1) and A100 out of the >= 70 GiB tier
+    (engine/arg_utils.py:2960-2986); the capacity model and the launch rules
+    read one table."""
+    assert batch_defaults(121.69, small=True) == (2048, 256)
+    assert batch_defaults(121.69) == (8192, 1024)
+    assert batch_defaults(178.35, small=True) == (16384, 1024)  # the >= 160 GiB tier has no exclusion
+
+
 def test_batch_defaults_follow_the_gpu_memory():
     """vllm/engine/arg_utils.py:2973-3006: >= 160 GiB, >= 70 GiB, else."""
     assert batch_defaults(79.18) == (8192, 1024)

@@ -145,3 +145,60 @@ def test_k3_tp_pp_is_bounded_by_its_last_stage():
     assert geo.num_blocks(kv) == math.floor(kv * 2**30 // (geo.block * geo.token_bytes * 9))
     assert geo.block == even.block and even.page_layers is None and even._groups()[0] == 24
     assert abs(geo.num_blocks(kv) - even.num_blocks(kv) * 24 / 9) <= 3
+
+
+def test_the_launch_rule_charges_what_vllm_charges_per_stage():
+    """``kv-cache-holds-one-sequence`` under PP: vLLM's
+    ``_max_memory_usage_bytes_from_groups`` (kv_cache_planning.py:1253-1285)
+    charges the stage's bytes per block (its fullest projected group, from
+    vLLM's own split above) times the blocks a request takes over every group
+    (K3: 1 MLA group of cdiv(1024, block) blocks, the block widened to hold a
+    KDA state, and 3 KDA groups of one state block each) — not the most layers of each kind times their tokens."""
+    from composer.launch import kv_bytes_one_sequence, parse_serve
+
+    f = facts_for("moonshotai/Kimi-K3")
+    s = parse_serve(["vllm", "serve", "moonshotai/Kimi-K3", "-tp", "16", "-pp", "3"])
+    need, left = kv_bytes_one_sequence(s, f, 1024, 8192)
+    geo = kv_geometry_of(f, 16, 3, None, 16)
+    page = vllm_stages(f.layer_sequence(), 3)[2]
+    assert geo.block > 16 and page == 9
+    assert need == (-(-1024 // geo.block) + 3) * geo.block * geo.token_bytes * page and left == ""
+
+
+def test_hostile_layouts_are_unknown_or_bounded():
+    """A stranger's recipe or a pasted command (adversarial findings): a layer
+    count past any model's is unknown, never per-layer work; a PP larger
+    than the layer count leaves one layer a stage; layer_types that are not
+    one kind per layer, and a sliding window that is not a positive integer,
+    are unknown, never a crash or a miscount."""
+    from composer.model_facts import MAX_LAYERS, ModelFacts
+
+    def facts(**v):
+        return ModelFacts("x/y", v)
+
+    base = {"num_attention_heads": 8, "num_key_value_heads": 8, "head_dim": 64}
+    assert facts(num_hidden_layers=MAX_LAYERS + 1, **base).layer_sequence() is None
+    assert kv_geometry_of(facts(num_hidden_layers=10**8, **base), 8, 1, None, None) is None
+    assert facts(num_hidden_layers=True, **base).layer_sequence() is None
+    k3 = facts_for("moonshotai/Kimi-K3")
+    huge = kv_geometry_of(k3, 16, 10**6, None, None)
+    assert (huge.full, huge.linear, huge.page_layers) == (1, 1, 1)
+    for types in (5, "full_attention", ["full_attention"], [1, 2]):
+        assert facts(num_hidden_layers=2, layer_types=types, **base).layer_sequence() is None, types
+    assert facts(num_hidden_layers=2, layer_types=["sliding_attention", "full_attention", "x"],
+                 **base).layer_sequence() == ("sliding", "full")
+    for window in ("abc", -5, 0, True):
+        f = facts(num_hidden_layers=2, sliding_window=window, **base)
+        assert f.layer_sequence() == ("full", "full"), window
+        assert kv_geometry_of(f, 1, 1, None, None).window == 0
+
+
+def test_the_geometry_memo_is_bounded():
+    """``ModelFacts.derived`` holds at most its bound however many TP sizes
+    pasted commands ask for."""
+    from composer.cache import BOUNDS
+
+    f = facts_for("moonshotai/Kimi-K3")
+    for tp in range(1, BOUNDS["model-derived"] + 300):
+        kv_geometry_of(f, tp, 1, None, None)
+    assert len(f.derived._data) == BOUNDS["model-derived"]
