@@ -18,7 +18,7 @@ def test_guide_header_links_and_axe(page, server):
     wait_ready(page)
     assert page.locator("#guide h2").inner_text() == "Guide"
     assert page.locator("#guide h3").first.inner_text() == "Before you start"
-    assert page.locator("#guide table th").count() == 3
+    assert page.locator("#guide table th").count() == 4  # Precision, Weights, Sized with headroom, Runs on
     assert page.locator('#guide a[href="https://docs.vllm.ai/"]').count() == 1
     assert page.get_attribute(".model-facts a.hf-link", "href") == "https://huggingface.co/moonshotai/Kimi-K3"
     tags = page.locator(".model-facts .tag").all_inner_texts()
