@@ -6,6 +6,7 @@ from __future__ import annotations
 from urllib.parse import parse_qsl
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -226,3 +227,24 @@ def test_a_link_to_another_recipes_page_is_refused(capsys):
     assert main(["moonshotai/Kimi-K3", "--query", link]) == 2
     assert "a page of Qwen/Qwen3-235B-A22B-Instruct-2507, not of moonshotai/Kimi-K3" in capsys.readouterr().err
     assert main(["moonshotai/Kimi-K3", "--json", "--query", "https://h/site/moonshotai/kimi-k3/?hardware=h100"]) == 0
+
+
+def test_the_cli_json_carries_the_pages_options_when_asked(capsys):
+    """``--json --options`` adds every control's choices as the page shows
+    them (composer.api.compose_page), so a tool can offer the same choices
+    with the same reasons; without --options the plan has none; --options
+    without --json is a usage error."""
+    from composer.api import compose_page, make_context
+    from composer.buildtime.cli import main
+    from composer.buildtime.loader import load_catalog, load_recipe
+
+    root = Path(__file__).resolve().parent.parent / "recipes"
+    assert main(["moonshotai/Kimi-K3", "--json", "--options", "--query", "hardware=h100"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ctx = make_context("moonshotai/Kimi-K3", load_recipe(root, "moonshotai/Kimi-K3"), load_catalog(root))
+    assert out["options"] == json.loads(json.dumps(compose_page(ctx, "hardware=h100")["options"]))
+    assert any(o["disabled"] and o["reason"] for o in out["options"]["strategy"])
+    assert main(["moonshotai/Kimi-K3", "--json", "--query", "hardware=h100"]) == 0
+    assert "options" not in json.loads(capsys.readouterr().out)
+    assert main(["moonshotai/Kimi-K3", "--options"]) == 2
+    assert "--options needs --json" in capsys.readouterr().err

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from composer.api import compose, make_context
+from composer.api import compose, compose_page, make_context
 from composer.argv import ArgvError
 from composer.forms import FORMS
 from composer.buildtime.checks import check_recipe, load_catalog_checked, validate
@@ -274,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
                          "instead of printing them; files an earlier --out wrote there for another plan are removed "
                          "(listed in DIR/.vllm-composer-files), nothing else")
     ap.add_argument("--explain", action="store_true", help="show which layer set every flag and env var")
+    ap.add_argument("--options", action="store_true",
+                    help="with --json: add every control's choices as the page shows them (options: per dimension, "
+                         "each choice with disabled and the reason, the link it opens and what it changes)")
     ap.add_argument("--recipes", type=Path, default=DEFAULT_RECIPES, help="recipes directory (default: recipes/)")
     ap.add_argument("--compare", default=None, metavar="QUERY",
                     help="show the plan of --query (A) beside QUERY's (B): argv/env per node, capacity, notices")
@@ -324,8 +327,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if fmt in FORMS:
         return print_form(ctx, args.query, fmt, args.out)
+    if args.options and fmt != "json":
+        print("error: --options needs --json (or --format json)", file=sys.stderr)
+        return 2
     if fmt == "json":
         plan = {k: v for k, v in plan.items() if k != "options"}
+        if args.options:  # the page's controls (composer.controls), the same answer the page renders
+            plan["options"] = compose_page(ctx, args.query)["options"]
         print(json.dumps(plan, indent=2))
     else:
         print(render_text(plan, args.explain))
