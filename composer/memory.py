@@ -850,6 +850,11 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
         why_none = LENGTH_UNKNOWN
     if geo is not None and mml:
         notes.extend(geo.assumptions)
+        if geo.linear or geo.sliding:  # a fresh user found a shorter --max-model-len lowering the token figure
+            notes.append("with linear-attention or sliding-window layers a request also takes blocks that do not grow "
+                         "with its length, and vLLM logs the KV cache size as concurrency × max-model-len "
+                         "(kv_cache_utils.py:1120-1127): a shorter --max-model-len can lower the token figure although "
+                         "the memory is the same and the concurrency rises")
         if flags.dcp > 1:
             notes.append(f"decode context parallel {flags.dcp}: each rank holds 1/{flags.dcp} of a sequence's KV")
 

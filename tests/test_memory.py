@@ -484,3 +484,15 @@ def test_the_capacity_text_reconciles_the_recipe_size_with_the_per_gpu_weights(c
             assert msg.startswith(f"{cap['weights_gb']:g} GB ({raw:.0f} GB of weights + the recipe's headroom) on "), msg
         else:
             assert msg.startswith(f"{cap['weights_gb']:g} GB of weights on "), msg
+
+
+def test_hybrid_models_say_why_a_shorter_length_can_lower_the_token_figure(ctx_of):
+    """vLLM logs int(concurrency × max-model-len) (kv_cache_utils.py:1120-1127);
+    with per-request blocks that do not grow (KDA states, sliding windows) a
+    shorter length lowers that figure: said for Kimi K3, not for a dense
+    model (a fresh user's finding)."""
+    k3 = capacity(ctx_of("moonshotai/Kimi-K3"), Layout("tp", 1, 8, tp=8), "b300", "default", 0.95)
+    llama = capacity(ctx_of(LLAMA), Layout("tp", 1, 8, tp=4), "h100", "default", 0.9)
+    said = [a for a in k3.assumptions if "concurrency × max-model-len" in a]
+    assert said and "the memory is the same" in said[0]
+    assert not [a for a in llama.assumptions if "concurrency × max-model-len" in a]
