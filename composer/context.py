@@ -13,7 +13,7 @@ from functools import cached_property
 
 from composer.cache import BOUNDS, BoundedCache
 from composer.lookup import hw_value, lookup_value
-from composer.memory import weights_fit
+from composer.memory import recipe_size_text, weights_fit
 from composer.schema import Catalog, HardwareProfile, Recipe, Strategy, Variant
 
 OMNI_STRATEGY = Strategy(
@@ -127,7 +127,6 @@ class RecipeContext:
         if not hw.scalable:
             weights = self.weights_gb(variant_id)
             if not weights_fit(weights, hw.vram_gb):
-                from composer.memory import recipe_size_text
                 return f"It cannot be clustered, and one holds less than {recipe_size_text(self, variant_id)}."
         return None
 

@@ -58,7 +58,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from composer import vllm_cli
 from composer.argv import ArgvError, flag_value, parse_tokens
-from composer.memory import ASYNC_BATCHES, BLOCK_SIZE, batch_defaults, kv_geometry_of, small_batch_tier, torch_memory
+from composer.memory import BLOCK_SIZE, batch_defaults, batches_in_flight, kv_geometry_of, small_batch_tier, torch_memory
 from composer.model_facts import ModelFacts, facts_for
 
 VERSION = vllm_cli.VERSION
@@ -1017,8 +1017,7 @@ def kv_bytes_one_sequence(s: Serve, f: ModelFacts, mml: int, tokens_budget: Opti
     geo = kv_geometry_of(f, tp, pp, s.str("kv-cache-dtype"), BLOCK_SIZE)
     if geo is None:
         return None
-    batches = ASYNC_BATCHES if max(1, pp) == 1 else pp  # tokens in flight: vllm/config/vllm.py max_concurrent_batches
-    blocks = geo.blocks_per_request(mml, dcp, tokens_budget or 0, batches)
+    blocks = geo.blocks_per_request(mml, dcp, tokens_budget or 0, batches_in_flight(pp))
     total = blocks * geo.block * geo.token_bytes * geo.page_layers_in_force
     left = []
     linear = (f.layer_kinds() or {}).get("linear")

@@ -82,6 +82,20 @@ ASYNC_BATCHES = 2
 (``vllm/config/vllm.py:588-598`` ``max_concurrent_batches``; PP stages
 otherwise): a sliding-window layer holds ``window − 1 + batches ×
 max_num_batched_tokens`` tokens per request (``kv_cache_interface.py:918-944``)."""
+
+
+def batches_in_flight(pp: int) -> int:
+    """Batches vLLM keeps in flight at PP size ``pp`` (``ASYNC_BATCHES`` at PP
+    1, one per stage otherwise): the capacity model and the launch rule
+    ``kv-cache-holds-one-sequence`` both read it."""
+    return ASYNC_BATCHES if max(1, pp) == 1 else pp
+
+
+TORCH_SHARE_OF_VENDOR = 0.99
+"""Torch-visible GiB per vendor "GB" of HBM, for a profile neither the
+taxonomy nor ``composer/data/gpu_memory.json`` gives a figure for: H100
+79.18 / 80 = 0.990, H200 139.81 / 141 = 0.992 (published start-up logs; HBM
+is sold in binary units and the driver keeps about 1 % of it)."""
 SAMPLER_BYTES_PER_LOGIT = 38.5
 """Peak bytes per (sequence × vocabulary entry) of the dummy sampler run
 (``gpu_model_runner.py:5866-5930`` ``_dummy_sampler_run``: float32 logits,
@@ -393,8 +407,8 @@ def torch_memory(hw_id: str, hw: "HardwareProfile") -> tuple[float, str]:
     profile ``hw`` of id ``hw_id``: the profile's own ``torch_memory_gib``;
     else our data's entry for that id when the profile's vendor GB per GPU is
     one the entry lists (``GPU_MEMORY``: measured start-up logs, or nvidia-smi
-    totals less the measured gap); else ``HardwareProfile.torch_gib_per_gpu``'s
-    rule (0.99 × the vendor figure read as GiB). vLLM multiplies it by
+    totals less the measured gap); else ``TORCH_SHARE_OF_VENDOR`` × the
+    vendor figure read as GiB. vLLM multiplies it by
     ``--gpu-memory-utilization`` (``v1/worker/utils.py:716-726``) and picks
     its batch defaults by it (``engine/arg_utils.py:2973-3006``)."""
     if hw.torch_memory_gib:
@@ -402,7 +416,8 @@ def torch_memory(hw_id: str, hw: "HardwareProfile") -> tuple[float, str]:
     entry = GPU_MEMORY.get(hw_id)
     if entry and any(abs(hw.gb_per_gpu - v) < 0.5 for v in entry["vendor_gb"]):
         return float(entry["torch_memory_gib"]), entry["source"]
-    return hw.torch_gib_per_gpu, f"derived: 0.99 × the taxonomy's {hw.gb_per_gpu:g} GB per GPU"
+    return (round(hw.gb_per_gpu * TORCH_SHARE_OF_VENDOR, 2),
+            f"derived: {TORCH_SHARE_OF_VENDOR:g} × the taxonomy's {hw.gb_per_gpu:g} GB per GPU")
 
 
 def torch_gib(ctx: RecipeContext, hw_id: str) -> float:
@@ -834,7 +849,7 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
     kv_gib = requested - sum(t.gib for t in terms)
     kv_gb = round(kv_gib * GIB * gpus / 1e9, 1)
     geo = kv_geometry(facts, lay, flags.kv_dtype, flags.block_size)
-    batches = ASYNC_BATCHES if max(1, lay.pp) == 1 else max(1, lay.pp)
+    batches = batches_in_flight(lay.pp)
     tokens = conc = ctx_conc = None
     fn = holds = None
     auto_from = None

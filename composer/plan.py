@@ -800,7 +800,7 @@ def _failing_nodes(sel: Selection, failing: list[Command], commands: list[Comman
         noun = f"{pool} nodes" if pool else "nodes"
         first = 1 if pool else 0  # P/D labels count from 1 ("Decode node 1/4"), others from the head's 0
         ranks = {c.node_rank for c in mine}
-        if nodes > 1 and ranks == {c.node_rank for c in built} and (len(built) == nodes or max(ranks) >= 1):
+        if nodes > 1 and ranks == {c.node_rank for c in built}:  # a lean plan builds a head and a follower
             out.append(f"both {noun}" if nodes == 2 else f"all {nodes} {noun}")
             continue
         last = max(c.node_rank for c in built)

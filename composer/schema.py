@@ -155,12 +155,6 @@ def _frozen(cls):
     return dataclass(frozen=True)(cls)
 
 
-TORCH_SHARE_OF_VENDOR = 0.99
-"""Torch-visible GiB per vendor "GB" of HBM, for a profile neither the
-taxonomy nor ``composer/data/gpu_memory.json`` gives a figure for: H100
-79.18 / 80 = 0.990, H200 139.81 / 141 = 0.992 (published start-up logs)."""
-
-
 @_frozen
 class HardwareProfile:
     """One node of a hardware kind (taxonomy ``hardware_profiles.<id>``).
@@ -222,15 +216,6 @@ class HardwareProfile:
     def gb_per_gpu(self) -> float:
         return self.vram_gb / self.gpu_count
 
-    @property
-    def torch_gib_per_gpu(self) -> float:
-        """``torch_memory_gib``, else derived from the vendor figure
-        (``TORCH_SHARE_OF_VENDOR`` × GB per GPU, read as GiB: HBM is sold in
-        binary units, and the driver keeps about 1 % of it: H100 80 → 79.18,
-        H200 141 → 139.81 GiB)."""
-        if self.torch_memory_gib:
-            return float(self.torch_memory_gib)
-        return round(self.gb_per_gpu * TORCH_SHARE_OF_VENDOR, 2)
 
 
 @_frozen
