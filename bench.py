@@ -523,7 +523,8 @@ def pyodide_soak(checkpoints: tuple[int, ...], seed: int = 23) -> list[tuple[int
     with tempfile.TemporaryDirectory() as tmp:
         snap = Path(tmp) / "snapshot.bin"
         snap.write_bytes(build.make_snapshot(build.site_python_zip()))
-        payload = {"pyodide": str(build.PYODIDE_DIR), "snapshot": str(snap), "docs": docs,
+        pyodide, patch = build.snapshot_runtime_dir(Path(tmp), snap.read_bytes())
+        payload = {"pyodide": str(pyodide), "snapshot": str(snap), "patch": str(patch), "docs": docs,
                    "checkpoints": list(checkpoints), "seed": seed}
         res = subprocess.run(["node", str(ROOT / "tests" / "pyodide_soak.mjs")], input=json.dumps(payload),
                              capture_output=True, text=True, timeout=24 * 3600)

@@ -2,14 +2,14 @@
 // exactly as the page's worker does (as tests/pyodide_pages.mjs), then compose
 // page plans as random click walks inside Pyodide (composer.api.compose_page
 // on contexts from the build's JSON, as the worker binds them) and report the
-// WebAssembly heap size after each checkpoint. Reads {pyodide, snapshot, docs:
+// WebAssembly heap size after each checkpoint. Reads {pyodide, snapshot, patch, docs:
 // [{recipe, catalog}], checkpoints: [n, ...], seed} as JSON on stdin; writes
 // [{plans, heap_bytes, p99_ms, worst_ms}, ...] as JSON to stdout.
 import {readFileSync} from "node:fs";
 import {restore} from "./pyodide_restore.mjs";
 
 const input = JSON.parse(readFileSync(0, "utf8"));
-const pyodide = await restore({pyodide: input.pyodide, snapshot: input.snapshot});
+const pyodide = await restore({pyodide: input.pyodide, snapshot: input.snapshot, patch: input.patch});
 pyodide.globals.set("SOAK_INPUT", JSON.stringify({docs: input.docs, seed: input.seed}));
 pyodide.runPython(`
 import json, random, time

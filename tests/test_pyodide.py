@@ -34,14 +34,17 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None or not (build.PYODI
 
 
 @pytest.fixture(scope="module")
-def snapshot(tmp_path_factory) -> tuple[Path, Path]:
-    """The build's snapshot and the trimmed standard library a page restores it with."""
+def snapshot(tmp_path_factory) -> tuple[Path, Path, Path, Path]:
+    """The build's snapshot, the trimmed standard library a page restores it
+    with, and Pyodide's directory and data patch as the snapshot path serves
+    them (the module without its data segments: ``build.snapshot_wasm``)."""
     folder = tmp_path_factory.mktemp("snap")
     python_zip = build.site_python_zip()
     data, modules = build.snapshot_and_modules(python_zip)
     (folder / "snapshot.bin").write_bytes(data)
     (folder / "stdlib.zip").write_bytes(build.snapshot_stdlib_zip(modules, python_zip)[0])
-    return folder / "snapshot.bin", folder / "stdlib.zip"
+    pyodide, patch = build.snapshot_runtime_dir(folder, data)
+    return folder / "snapshot.bin", folder / "stdlib.zip", pyodide, patch
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -96,7 +99,8 @@ def test_pyodide_pages_equal_cpython_byte_for_byte(snapshot, all_jobs, chunk):
     """Half of the walk per chunk (two Node processes, so two test workers share the ~2 minutes)."""
     assert len(all_jobs) >= (200 if FULL else 75)
     work = all_jobs[chunk::2]
-    payload = {"pyodide": str(build.PYODIDE_DIR), "snapshot": str(snapshot[0]), "stdlib": str(snapshot[1]),
+    payload = {"pyodide": str(snapshot[2]), "snapshot": str(snapshot[0]), "stdlib": str(snapshot[1]),
+               "patch": str(snapshot[3]),
                "jobs": [{k: j[k] for k in ("recipe", "catalog", "query")} for j in work]}
     res = subprocess.run(["node", str(ROOT / "tests" / "pyodide_pages.mjs")], input=json.dumps(payload),
                          capture_output=True, text=True, timeout=600)

@@ -45,15 +45,56 @@ export function installSitePython(pyodide, zipBytes) {
 // it itself: "offset is out of bounds"). Wrap the module factory (the default
 // export of pyodide.asm.mjs) so the instance's memory grows first
 // (browser-runtime-notes.md); pass the result as loadPyodide's createPyodideModule.
-export function growingFactory(factory, bytesNeeded) {
+//
+// With `rebuild` (the snapshot path: `dataRebuilder`), the module instantiated
+// is the build's copy without its data segments (composer/buildtime/wasm_data.py:
+// the snapshot already holds that memory): before the instance is handed on,
+// so before Emscripten runs the module's constructors over it, `rebuild`
+// writes the segments' bytes into its memory. The constructors see a fresh
+// instance's memory, and Pyodide's restore then overwrites all of it as before.
+export function growingFactory(factory, bytesNeeded, rebuild = null) {
   return (settings) => {
     const instantiate = settings.instantiateWasm;
     settings.instantiateWasm = (imports, done) => instantiate(imports, (instance, module) => {
       const memory = instance.exports.memory;
       const missing = bytesNeeded - memory.buffer.byteLength;
       if (missing > 0) memory.grow(Math.ceil(missing / 65536));
+      if (rebuild) rebuild(new Uint8Array(memory.buffer));
       done(instance, module);
     });
     return factory(settings);
   };
+}
+
+const PATCH_MAGIC = 0x31504456;  // composer/buildtime/wasm_data.py MAGIC
+
+// The function that writes the data segments' bytes into a heap of the
+// snapshot's size, from the snapshot's memory and the build's patch
+// (composer/buildtime/wasm_data.py apply_patch, the same steps). The patch is
+// checked here, in full, before anything runs: an error thrown inside
+// Pyodide's instantiation hook would be swallowed and the boot never end.
+export function dataRebuilder(snapshot, patch) {
+  const words = new DataView(patch.buffer, patch.byteOffset, patch.byteLength);
+  const fail = (why) => { throw new Error(`the wasm data patch ${why}`); };
+  if (patch.byteLength < 12 || words.getUint32(0, true) !== PATCH_MAGIC) fail("is not of its format");
+  const ranges = words.getUint32(4, true), runs = words.getUint32(8, true);
+  const start = new DataView(snapshot.buffer, snapshot.byteOffset, snapshot.byteLength).getUint32(4, true);
+  if (start > snapshot.byteLength) fail("belongs to another snapshot");
+  const held = snapshot.subarray(start);
+  const ops = [];  // [offset, source array, source start, length]
+  let pos = 12, data = 12 + 8 * (ranges + runs);
+  if (data > patch.byteLength) fail("is truncated");
+  for (let i = 0; i < ranges + runs; i++, pos += 8) {
+    const off = words.getUint32(pos, true), len = words.getUint32(pos + 4, true);
+    if (off + len > held.byteLength) fail("writes past the snapshot's memory");
+    if (i < ranges) {
+      ops.push([off, held, off, len]);
+    } else {
+      if (data + len > patch.byteLength) fail("is truncated");
+      ops.push([off, patch, data, len]);
+      data += len;
+    }
+  }
+  if (data !== patch.byteLength) fail("has bytes after its last run");
+  return (heap) => { for (const [off, src, at, len] of ops) heap.set(src.subarray(at, at + len), off); };
 }

@@ -3,9 +3,11 @@
 // compiled templates already imported: ~0.5 s), or, when the page asks for it
 // after a failed restore, boot Python cold and import everything (~5 s).
 // Protocol. The page sends {type:"init", mode:"snapshot"|"cold", indexURL,
-// snapshotURL, stdlibURL, snapshotSize, pyodideVersion, pythonURL, recipeURL,
-// catalogURL, files} (files: absolute URL → SHA-256 of every file the worker
-// may fetch), then {type:"view", id, query} per choice, or {type:"prime", id,
+// snapshotURL, stdlibURL, snapshotSize, wasmURL, wasmPatchURL, pyodideVersion,
+// pythonURL, recipeURL, catalogURL, files} (wasmURL, wasmPatchURL: the snapshot
+// path's module without its data segments and the patch that rebuilds them,
+// boot-python.mjs dataRebuilder; files: absolute URL → SHA-256 of every file
+// the worker may fetch), then {type:"view", id, query} per choice, or {type:"prime", id,
 // query} for a page already showing query's plan (only the look-ahead runs).
 // The worker replies {type:"progress", text} while booting, then {type:"ready",
 // mode, ms, timings} or {type:"failed", stage:"snapshot"|"runtime"|"integrity",
@@ -15,7 +17,7 @@
 // {type:"controls", id, view, ms} (JSON {fragments:{controls}, next},
 // controls_json), or {type:"error", id, error}. A request overtaken by a
 // newer one gets no reply.
-import {growingFactory, installSitePython} from "./boot-python.mjs";
+import {dataRebuilder, growingFactory, installSitePython} from "./boot-python.mjs";
 
 let planJson = null;
 let controlsJson = null;
@@ -96,12 +98,14 @@ async function verified(url, what) {
   await f.ok;
   return bytes;
 }
+// The snapshot path's module instead of Pyodide's own (set by boot).
+let wasmInstead = null;
 self.fetch = async (input, init) => {
   const url = input instanceof Request ? input.url : String(input);
   if (bare(url).endsWith(".wasm")) {
     // Compiled while it is hashed: the stream ends only once the hash matches,
     // so the module is never instantiated (nothing of it runs) before that.
-    const f = fetched(url);
+    const f = fetched(wasmInstead || url);
     const bytes = await f.bytes;
     const body = new ReadableStream({start(c) {
       c.enqueue(bytes);
@@ -139,8 +143,15 @@ async function boot(msg) {
   // Everything Pyodide will ask for is fetched and checked now, alongside the
   // rest, so a missing or altered file is reported at once.
   const stdLibURL = msg.mode === "snapshot" ? msg.stdlibURL : msg.indexURL + "python_stdlib.zip";
-  const present = Promise.all([fetched(msg.indexURL + "pyodide.asm.wasm").ok, verified(stdLibURL),
-                               verified(msg.indexURL + "pyodide-lock.json")]);
+  // The snapshot path instantiates the build's module without data segments
+  // and rebuilds them from the snapshot (boot-python.mjs dataRebuilder): both
+  // files belong to the snapshot, so like it they fall back to the cold boot.
+  wasmInstead = msg.mode === "snapshot" ? msg.wasmURL : null;
+  const snapshotParts = msg.mode === "snapshot"
+    ? Promise.all([verified(msg.wasmPatchURL, "wasm data patch"), fetched(msg.wasmURL, "wasm module").ok]) : null;
+  snapshotParts?.catch(() => {});
+  const present = Promise.all([msg.mode === "snapshot" ? null : fetched(msg.indexURL + "pyodide.asm.wasm").ok,
+                               verified(stdLibURL), verified(msg.indexURL + "pyodide-lock.json")]);
   present.catch(() => {});
   // Pyodide 314 runs in module workers only (classic workers are refused).
   const [{loadPyodide}, factory] = await Promise.all([importVerified(msg.indexURL + "pyodide.mjs"),
@@ -157,8 +168,9 @@ async function boot(msg) {
       // code over its bytes); the cold boot, from its own checked files,
       // composes the same commands instead.
       await image.ok.catch(() => { throw new Error("snapshot content does not match its SHA-256"); });
+      const [patch] = await snapshotParts.catch((err) => { throw new Error(String(err.message || err)); });
       pyodide = await loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: bytes,
-                                   createPyodideModule: growingFactory(factory, bytes.length)});
+                                   createPyodideModule: growingFactory(factory, bytes.length, dataRebuilder(bytes, patch))});
       if (pyodide.version !== msg.pyodideVersion) throw new Error(`runtime ${pyodide.version}, snapshot made with ${msg.pyodideVersion}`);
       pyodide.runPython("import composer.render\nassert composer.render._BROWSER is not None");
     } catch (err) {

@@ -116,14 +116,21 @@ def test_click_while_loading_is_applied_on_the_links_state(page, server):
     assert state["texts"][0].startswith("docker run")
 
 
-@pytest.mark.parametrize("damage, says", [("missing", "without the fast start"), ("one byte flipped", "SHA-256")])
+@pytest.mark.parametrize("damage, says", [("missing", "without the fast start"), ("one byte flipped", "SHA-256"),
+                                          ("module without data missing", "without the fast start"),
+                                          ("data patch byte flipped", "SHA-256")])
 def test_fallback_cold_boot_when_the_snapshot_cannot_be_used(page, server, site_dir, damage, says):
-    if damage == "missing":
-        page.route("**/runtime/snapshot-*.bin", lambda route: route.fulfill(status=404, body="gone"))
+    """The snapshot, the module without data segments and the patch that
+    rebuilds them (build.snapshot_wasm) are the snapshot path's own files: any
+    of them missing or altered falls back to the cold boot from Pyodide's files."""
+    glob = {"missing": "snapshot-*.bin", "one byte flipped": "snapshot-*.bin",
+            "module without data missing": "wasm-nodata-*.wasm", "data patch byte flipped": "wasm-data-*.bin"}[damage]
+    if damage.endswith("missing"):
+        page.route(f"**/runtime/{glob}", lambda route: route.fulfill(status=404, body="gone"))
     else:  # the right size, the wrong bytes: would compose wrong commands if used
-        data = bytearray(next((site_dir / "runtime").glob("snapshot-*.bin")).read_bytes())
+        data = bytearray(next((site_dir / "runtime").glob(glob)).read_bytes())
         data[len(data) // 2] ^= 0xFF
-        page.route("**/runtime/snapshot-*.bin", lambda route: route.fulfill(status=200, body=bytes(data)))
+        page.route(f"**/runtime/{glob}", lambda route: route.fulfill(status=200, body=bytes(data)))
     page.goto(f"{server}{K3}?hardware=h200&strategy=multi_node_tep")
     wait_ready(page)
     settle(page)
@@ -135,10 +142,15 @@ def test_fallback_cold_boot_when_the_snapshot_cannot_be_used(page, server, site_
 
 
 def test_snapshot_path_is_used_and_matches_the_cli(page, server):
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url))
     page.goto(f"{server}{K3}?hardware=mi325x&strategy=multi_node_tp")
     wait_ready(page)
     settle(page)
     assert page.get_attribute("#app", "data-boot-mode") == "snapshot"
+    # The module without data segments, never Pyodide's own 9.6 MB one (build.snapshot_wasm).
+    assert any("/runtime/wasm-nodata-" in u for u in asked) and any("/runtime/wasm-data-" in u for u in asked)
+    assert not any(u.split("?")[0].endswith("pyodide.asm.wasm") for u in asked), asked
     assert page.inner_text("#runtime-status").strip() == ""
     state = page_state(page)
     assert state["argvs"] == [c["argv"] for c in cli_plan(state["query"])["commands"]]

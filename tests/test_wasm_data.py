@@ -1,0 +1,167 @@
+"""The snapshot path's wasm module without data segments, and the patch that
+rebuilds them (composer/buildtime/wasm_data.py; the page applies it with
+site_src/assets/boot-python.mjs ``dataRebuilder``)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+import build
+from composer.buildtime import wasm_data as W
+
+needs_pyodide = pytest.mark.skipif(shutil.which("node") is None or not (build.PYODIDE_DIR / "pyodide.asm.wasm").exists(),
+                                   reason="needs node and npm's pyodide (make test installs both)")
+
+
+@pytest.fixture(scope="module")
+def real():
+    """Pyodide's module, the build's snapshot, and the pair the build ships."""
+    wasm = (build.PYODIDE_DIR / "pyodide.asm.wasm").read_bytes()
+    snapshot = build.make_snapshot(build.site_python_zip())
+    return wasm, snapshot, *build.snapshot_wasm(snapshot)
+
+
+def _sections(wasm: bytes) -> list[tuple[int, bytes]]:
+    return [(sid, wasm[a:b]) for sid, a, b in W._sections(wasm)]
+
+
+def _fresh_memory(wasm: bytes) -> bytearray:
+    """What a fresh instance of ``wasm`` holds where its data segments lie."""
+    segs = W.data_segments(wasm)
+    memory = bytearray(max(o + len(d) for o, d in segs))
+    for off, data in segs:
+        memory[off:off + len(data)] = data
+    return memory
+
+
+@needs_pyodide
+def test_the_module_differs_only_in_its_data_bytes(real):
+    wasm, _, nodata, _ = real
+    before, after = _sections(wasm), _sections(nodata)
+    assert [sid for sid, _ in before] == [sid for sid, _ in after]
+    for (sid, a), (_, b) in zip(before, after):
+        if sid != 11:
+            assert a == b, f"section {sid} changed"
+    full, empty = W.data_segments(wasm), W.data_segments(nodata)
+    assert [o for o, _ in full] == [o for o, _ in empty] and len(full) > 1000
+    assert all(d == b"" for _, d in empty) and sum(len(d) for _, d in full) > 3_000_000
+    # What it is for: the module's gzip loses the static data (3.5 → ~2.1 MB on Pyodide 314.0.7).
+    assert len(gzip.compress(nodata, 6)) < len(gzip.compress(wasm, 6)) - 1_000_000
+
+
+@needs_pyodide
+def test_the_patch_rebuilds_every_segment_from_the_snapshot(real):
+    wasm, snapshot, _, patch = real
+    want = _fresh_memory(wasm)
+    memory = bytearray(len(want))
+    W.apply_patch(memory, snapshot, patch)
+    assert memory == want
+    assert len(gzip.compress(patch, 6)) < 100_000  # the snapshot holds nearly all of it already
+
+
+@needs_pyodide
+def test_the_pages_rebuilder_writes_the_same_bytes(real, tmp_path):
+    """site_src/assets/boot-python.mjs ``dataRebuilder`` (what runs in the
+    worker) against the Python reference, byte for byte."""
+    wasm, snapshot, _, patch = real
+    (tmp_path / "snap.bin").write_bytes(snapshot)
+    (tmp_path / "patch.bin").write_bytes(patch)
+    size = len(_fresh_memory(wasm))
+    script = f"""
+import {{readFileSync}} from "node:fs";
+import {{createHash}} from "node:crypto";
+const {{dataRebuilder}} = await import({json.dumps((build.ROOT / "site_src/assets/boot-python.mjs").as_uri())});
+const heap = new Uint8Array({size});
+dataRebuilder(new Uint8Array(readFileSync("snap.bin")), new Uint8Array(readFileSync("patch.bin")))(heap);
+console.log(createHash("sha256").update(heap).digest("hex"));
+"""
+    (tmp_path / "run.mjs").write_text(script)
+    out = subprocess.run(["node", "run.mjs"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == hashlib.sha256(_fresh_memory(wasm)).hexdigest()
+
+
+@needs_pyodide
+@pytest.mark.parametrize("damage, says", [("magic", "not of its format"), ("truncated", "truncated"),
+                                          ("trailing", "after its last run"), ("past memory", "past the snapshot")])
+def test_the_pages_rebuilder_refuses_a_bad_patch_before_anything_runs(real, tmp_path, damage, says):
+    """The page checks the whole patch before Pyodide's instantiation hook
+    (which would swallow an error and never finish booting)."""
+    _, snapshot, _, patch = real
+    bad = bytearray(patch)
+    if damage == "magic":
+        bad[0] ^= 0xFF
+    elif damage == "truncated":
+        bad = bad[:-5]
+    elif damage == "trailing":
+        bad += b"\0"
+    else:
+        struct.pack_into("<I", bad, 12, len(snapshot))  # the first copy range starts past the memory
+    (tmp_path / "snap.bin").write_bytes(snapshot)
+    (tmp_path / "patch.bin").write_bytes(bytes(bad))
+    script = f"""
+import {{readFileSync}} from "node:fs";
+const {{dataRebuilder}} = await import({json.dumps((build.ROOT / "site_src/assets/boot-python.mjs").as_uri())});
+try {{ dataRebuilder(new Uint8Array(readFileSync("snap.bin")), new Uint8Array(readFileSync("patch.bin"))); console.log("accepted"); }}
+catch (e) {{ console.log(e.message); }}
+"""
+    (tmp_path / "run.mjs").write_text(script)
+    out = subprocess.run(["node", "run.mjs"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert says in out.stdout, out.stdout + out.stderr[-1000:]
+    with pytest.raises(W.WasmDataError, match=says):  # the Python reference says the same
+        W.apply_patch(bytearray(4 << 20), snapshot, bytes(bad))
+
+
+def _module(segments: bytes, count: int) -> bytes:
+    """A minimal wasm binary: one memory and a data section of ``count`` segments."""
+    memory = bytes([1, 0, 1])  # one memory, no maximum, 1 page
+    data = W._enc(count) + segments
+    return (b"\0asm\x01\0\0\0" + bytes([5]) + W._enc(len(memory)) + memory
+            + bytes([11]) + W._enc(len(data)) + data)
+
+
+def _i32_const(n: int) -> bytes:
+    """``i32.const n`` (signed LEB128) and ``end``."""
+    out = bytearray([0x41])
+    while True:
+        x, n = n & 0x7F, n >> 7
+        if (n == 0 and not x & 0x40) or (n == -1 and x & 0x40):
+            out.append(x)
+            return bytes(out) + b"\x0b"
+        out.append(x | 0x80)
+
+
+def test_a_synthetic_module_round_trips():
+    seg = bytes([0]) + _i32_const(16) + W._enc(4) + b"abcd"
+    seg2 = bytes([0]) + _i32_const(100) + W._enc(2) + b"xy"
+    wasm = _module(seg + seg2, 2)
+    assert W.data_segments(wasm) == [(16, b"abcd"), (100, b"xy")]
+    assert W.data_segments(W.without_data(wasm)) == [(16, b""), (100, b"")]
+    memory = bytearray(200)
+    memory[16:20] = b"abZd"   # the running program changed one byte
+    memory[50] = 7            # and wrote between the segments (zero in a fresh instance)
+    snapshot = struct.pack("<4I", 0, 16, 0, 0) + bytes(memory)
+    patch = W.snapshot_patch(wasm, snapshot)
+    rebuilt = bytearray(200)
+    W.apply_patch(rebuilt, snapshot, patch)
+    want = bytearray(200)
+    want[16:20], want[100:102] = b"abcd", b"xy"
+    assert rebuilt == want
+
+
+@pytest.mark.parametrize("bad, says", [
+    (b"not wasm at all", "not a WebAssembly"),
+    (_module(bytes([1]) + W._enc(2) + b"ab", 1), "not an active segment"),            # a passive segment
+    (_module(bytes([0, 0x23, 0, 0x0b]) + W._enc(1) + b"a", 1), "not an active segment"),  # offset from a global
+    (_module(bytes([0, 0x41, 4, 0x0b]) + W._enc(1) + b"a" + b"junk", 1), "after its last segment"),
+])
+def test_modules_it_cannot_rebuild_are_refused_with_the_reason(bad, says):
+    with pytest.raises(W.WasmDataError, match=says):
+        W.without_data(bad)
