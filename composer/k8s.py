@@ -82,9 +82,6 @@ LWS_RELEASE = "v0.9.0"
 the DisaggregatedSet API P/D plans use (README "Deploy on Kubernetes")."""
 LWS_INSTALL = (f"kubectl apply --server-side -f https://github.com/kubernetes-sigs/lws/releases/download/"
                f"{LWS_RELEASE}/manifests.yaml")
-PINNED_REPOS = ("vllm/vllm-openai", "vllm/vllm-openai-rocm")
-"""vLLM's own images that are published per release as ``:v<version>``
-(the ``:latest`` the Docker form pulls is pinned here for an operator)."""
 DEVICE_PLUGINS = {
     "nvidia": "the NVIDIA GPU Operator or NVIDIA device plugin (advertises nvidia.com/gpu)",
     "amd": "the AMD GPU device plugin or AMD GPU Operator (advertises amd.com/gpu)",
@@ -99,17 +96,6 @@ the rank's process, the API server and tokenizers; GiB of host memory for
 loading weights and the process (plus /dev/shm, which counts toward it, and
 any KV offload buffer); GiB of memory-backed /dev/shm for NCCL and vLLM's
 shared-memory broadcast."""
-
-
-def pinned_image(image: str, release: str) -> str:
-    """``image`` with a ``:latest`` tag of vLLM's own images (``PINNED_REPOS``)
-    pinned to ``:v<release>``, the vLLM release the commands are checked
-    against; any other image (the recipe's own, ``:nightly``, a CPU or TPU
-    image) unchanged."""
-    repo, sep, tag = image.rpartition(":")
-    if sep and repo in PINNED_REPOS and tag == "latest":
-        return f"{repo}:v{release}"
-    return image
 
 
 def _gi(value: float) -> str:
@@ -511,7 +497,7 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
           image_note: str = "", curl: Optional[tuple[str, ...]] = None) -> Manifests:
     """The manifests of a plan. ``layouts`` maps pool (None outside P/D) to its
     ``Layout``; ``weights_gb`` sizes the cache claim; ``image`` is what the
-    pods run (already pinned, ``pinned_image``) and ``image_note`` why that
+    pods run (already pinned, ``run_forms.pinned_image``) and ``image_note`` why that
     one; ``curl`` the plan's client check (argv), aimed at the Service in the
     steps. Raises ``K8sError`` when a plan cannot be expressed (tests hold
     every plan to it)."""

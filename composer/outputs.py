@@ -222,7 +222,7 @@ class Manifests:
     the values the cluster owner chooses), ``objects`` the same documents as
     JSON data, ``file_name`` the download name ``<recipe>-<hardware>.yaml``;
     ``reason`` says why there are none (then ``yaml`` is ""); ``image`` the
-    container image the pods run (pinned to a vLLM release, ``k8s.pinned_image``);
+    container image the pods run (pinned to a vLLM release, ``run_forms.pinned_image``);
     ``preflight`` what the cluster must have for this plan, one sentence each,
     derived from the plan (controller and version, device plugin, network,
     Secret, storage, node labels: ``k8s.preflight``); ``steps`` the shell

@@ -43,11 +43,31 @@ def tool_install(install: str | None, text: str) -> str:
     return f"{TOOL_ENV}\n{install}\n{text}"
 
 DEFAULT_IMAGES = {
-    "nvidia": ("vllm/vllm-openai:latest", "vllm/vllm-openai:nightly"),
-    "amd": ("vllm/vllm-openai-rocm:latest", "vllm/vllm-openai-rocm:nightly"),
+    "nvidia": (f"vllm/vllm-openai:v{vllm_cli.VERSION}", "vllm/vllm-openai:nightly"),
+    "amd": (f"vllm/vllm-openai-rocm:v{vllm_cli.VERSION}", "vllm/vllm-openai-rocm:nightly"),
     "tpu": ("vllm/vllm-tpu:latest", "vllm/vllm-tpu:nightly"),
     "intel": ("vllm/vllm-openai-cpu:latest-x86_64", None),
 }
+"""The brand's vLLM image: (release, nightly). vLLM's own CUDA and ROCm images
+are published per release as ``:v<version>`` and are pinned to the release the
+commands are checked against (``vllm_cli.VERSION``): what we show starts on
+the vLLM we checked it against, not on whatever ``latest`` is the day it runs
+(a fresh user's finding). The TPU and CPU images have no per-release tag we
+know of and stay on ``latest``."""
+PINNED_REPOS = ("vllm/vllm-openai", "vllm/vllm-openai-rocm")
+"""vLLM's own images that are published per release as ``:v<version>``."""
+
+
+def pinned_image(image: str, release: str | None = None) -> str:
+    """``image`` with a ``:latest`` tag of vLLM's own images (``PINNED_REPOS``)
+    pinned to ``:v<release>`` (default: the release the commands are checked
+    against, ``vllm_cli.VERSION``), so a recipe's ``vllm/vllm-openai:latest``
+    runs what we checked too; any other image (the recipe's own, ``:nightly``,
+    a CPU or TPU image) unchanged."""
+    repo, sep, tag = image.rpartition(":")
+    if sep and repo in PINNED_REPOS and tag == "latest":
+        return f"{repo}:v{release or vllm_cli.VERSION}"
+    return image
 GPU_FLAGS = {
     "nvidia": ["--gpus", "all"],
     "amd": ["--device=/dev/kfd", "--device=/dev/dri", "--security-opt", "seccomp=unconfined", "--group-add", "video"],
@@ -123,7 +143,7 @@ def docker_image(ctx: RecipeContext, hw_id: str, variant_id: str, kv_offload: st
             candidates.append(picked)
     if candidates:
         # A recipe's image lands where docker reads its image: one that does not fit never reaches a command.
-        return candidates[0] if check(candidates[0], "image") is None else None
+        return pinned_image(candidates[0]) if check(candidates[0], "image") is None else None
     if ctx.is_omni:
         repo = OMNI_IMAGES.get(brand)
         minver = _min_version(ctx, variant_id, kv_offload)
@@ -297,11 +317,13 @@ def install(ctx: RecipeContext, sel, companions: list[CompanionProcess], command
     omni = ctx.is_omni and not _installs_omni(custom_cmd) and not any(_installs_omni(d.command) for d in pip_steps)
     omni_release = omni and not (minver and version_key(minver) > version_key(OMNI_RELEASE)) and not nightly
     # A nightly wheel is numbered below the release it leads to (0.35.0.dev1 < 0.35.0): no version bound then.
-    spec = quote(f"vllm=={OMNI_RELEASE}") if omni_release else (quote(f"vllm>={minver}") if minver and not nightly else "vllm")
+    # A release is pinned to the one the commands are checked against (a recipe's minimum newer than that
+    # makes ``nightly``): ``-U vllm`` would install whatever is newest the day it runs.
+    spec = quote(f"vllm=={OMNI_RELEASE}") if omni_release else ("vllm" if nightly else quote(f"vllm=={VLLM_RELEASE}"))
     pip = None
     if brand == "nvidia":
         pip = (f"uv pip install -U --pre {spec} --extra-index-url https://wheels.vllm.ai/nightly --torch-backend auto"
-               if nightly else f"uv pip install -U {spec} --torch-backend auto")
+               if nightly else f"uv pip install {spec} --torch-backend auto")
     elif brand == "amd":
         pip = f"uv pip install {spec} --extra-index-url https://wheels.vllm.ai/rocm"
     if pip and omni:

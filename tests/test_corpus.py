@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from composer import run_forms
 from composer.api import compose, compose_page, make_context
 from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 from tests import shellwords
@@ -99,7 +100,8 @@ def test_mooncake_on_a_corpus_recipe_brings_master_config_and_install(catalog):
     assert labels == ["Mooncake master", "Mooncake config"]
     assert 'cat > "$MOONCAKE_CONFIG_PATH" <<EOF' in plan["companions"][1]["command"]
     assert any("mooncake-transfer-engine" in x for x in plan["install"]["extras"])
-    assert "vllm>=0.21.0" in plan["install"]["pip"]  # the store's minimum beats the recipe's
+    assert plan["install"]["min_vllm_version"] == "0.21.0"  # the store's minimum beats the recipe's
+    assert f"vllm=={run_forms.VLLM_RELEASE}" in plan["install"]["pip"]  # and the release the commands are checked against meets it
     pd = compose_page(ctx, "strategy=pd_cluster&kv_offload=kv_store_distributed_mooncake")
     for c in pd["commands"]:
         if c["role"] in ("prefill", "decode"):

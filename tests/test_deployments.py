@@ -9,6 +9,7 @@ import re
 import shlex
 
 import pytest
+from composer.run_forms import VLLM_RELEASE
 from tests import shellwords
 from pathlib import Path
 
@@ -147,14 +148,14 @@ def test_docker_form_and_scripts(plan):
         d = c["docker_argv"]
         assert d[:2] == ["docker", "run"] and "--network" in d and flag(d, "--network") == "host"
         assert "-p" not in d
-        assert d[d.index("vllm/vllm-openai:latest") + 1:] == c["argv"][2:]
+        assert d[d.index(f"vllm/vllm-openai:v{VLLM_RELEASE}") + 1:] == c["argv"][2:]
         assert shellwords.split(c["text"]) == d
         assert ': "${HEAD_IP:?' in c["script"] and ': "${IFACE_NAME:?' in c["script"]
     single = plan("hardware=mi355x&install=docker")
     d = single["commands"][0]["docker_argv"]
     assert "--device=/dev/kfd" in d and flag(d, "-p") == "8000:8000"
-    assert "vllm/vllm-openai-rocm:latest" in d
-    assert single["install"]["docker"] == "docker pull vllm/vllm-openai-rocm:latest"
+    assert f"vllm/vllm-openai-rocm:v{VLLM_RELEASE}" in d and not any(w.endswith(":latest") for w in d)
+    assert single["install"]["docker"] == f"docker pull vllm/vllm-openai-rocm:v{VLLM_RELEASE}"
     pd = plan("hardware=gb200&strategy=pd_cluster")
     assert pd["client"]["curl_argv"][1] == "http://$ROUTER_HOST:30000/v1/chat/completions"
     assert re.search(r"vllm bench serve --model moonshotai/Kimi-K3 --host \$ROUTER_HOST --port 30000", pd["client"]["bench"])

@@ -251,7 +251,14 @@ def test_the_highest_minimum_across_recipe_variant_and_companions_is_installed(o
         d["model"]["min_vllm_version"] = "0.12.0"
         d["variants"]["default"]["min_vllm_version"] = "0.20.1"
     ctx = _k3(our_catalog, edit)
-    assert "'vllm>=0.20.1'" in compose(ctx, "hardware=h200")["install"]["pip"]
+    # A released minimum installs the release the commands are checked against, pinned (never `-U vllm`,
+    # whatever is newest the day it runs): 0.20.1 <= 0.33.0.
+    pip = compose(ctx, "hardware=h200")["install"]["pip"]
+    assert f"uv pip install vllm=={run_forms.VLLM_RELEASE} " in pip and "-U" not in pip and ">=" not in pip
+    assert compose(ctx, "hardware=h200")["install"]["min_vllm_version"] == "0.20.1"
+    assert compose(ctx, "hardware=h200&install=docker")["install"]["image"] == f"vllm/vllm-openai:v{run_forms.VLLM_RELEASE}"
+    assert compose(ctx, "hardware=mi355x&install=docker")["install"]["image"] == f"vllm/vllm-openai-rocm:v{run_forms.VLLM_RELEASE}"
+    assert f"vllm=={run_forms.VLLM_RELEASE} --extra-index-url https://wheels.vllm.ai/rocm" in compose(ctx, "hardware=mi355x")["install"]["pip"]
     store = next(k for k in ctx.kv_options() if k in ctx.catalog.strategies)
     plan = compose(ctx, {"hardware": "h200", "kv_offload": store})
     if plan["selection"]["kv_offload"] == store and ctx.catalog.strategies[store].min_vllm_version:
@@ -282,7 +289,16 @@ def test_an_unreleased_minimum_switches_to_the_nightly_with_a_notice(our_catalog
     released = _k3(our_catalog, lambda d: d["variants"]["default"].__setitem__("min_vllm_version", run_forms.VLLM_RELEASE))
     plan = compose(released, "hardware=h200")
     assert not plan["install"]["nightly"] and not any(n["code"] == "nightly-required" for n in plan["notices"])
-    assert compose(released, "hardware=h200&install=docker")["install"]["image"] == "vllm/vllm-openai:latest"
+    assert compose(released, "hardware=h200&install=docker")["install"]["image"] == f"vllm/vllm-openai:v{run_forms.VLLM_RELEASE}"
+
+
+def test_a_recipes_vllm_latest_image_is_pinned_to_the_checked_release(our_catalog):
+    """A recipe's ``vllm/vllm-openai:latest`` runs the release the commands are
+    checked against in every form; its own image or another tag stays."""
+    ctx = _k3(our_catalog, lambda d: d["model"].__setitem__("docker_image", "vllm/vllm-openai:latest"))
+    assert compose(ctx, "hardware=h200&install=docker")["install"]["image"] == f"vllm/vllm-openai:v{run_forms.VLLM_RELEASE}"
+    own = _k3(our_catalog, lambda d: d["model"].__setitem__("docker_image", "example.org/team/vllm:latest"))
+    assert compose(own, "hardware=h200&install=docker")["install"]["image"] == "example.org/team/vllm:latest"
 
 
 def test_a_pinned_image_older_than_the_minimum_is_said(our_catalog):

@@ -44,18 +44,18 @@ def manifests(inp: FormInput) -> Manifests:
 
 
 def image_in_force(image: str, minimum: str | None) -> tuple[str, str]:
-    """``(image, why)``: the Docker form's ``image`` with vLLM's ``:latest``
-    pinned to the release the commands are checked against
-    (``run_forms.VLLM_RELEASE``, ``k8s.pinned_image``), and a sentence saying
+    """``(image, why)``: the image the pods run (the Docker form's, which
+    ``run_forms.docker_image`` has already pinned to the release the commands
+    are checked against: ``run_forms.pinned_image``) and a sentence saying
     which vLLM the pods run and why (issue 21: an operator applies a fixed
     image, not whatever ``latest`` is that day)."""
     from composer import run_forms as run
 
-    pinned = k8s.pinned_image(image, run.VLLM_RELEASE)
-    if pinned != image:
+    image = run.pinned_image(image)
+    repo, _, tag = image.rpartition(":")
+    if repo in run.PINNED_REPOS and tag == f"v{run.VLLM_RELEASE}":
         need = f" (this recipe needs {minimum} or newer)" if minimum else ""
-        return pinned, (f"vLLM {run.VLLM_RELEASE}, the release these commands are checked against{need}; "
-                        f"the Docker form pulls {image}.")
+        return image, f"vLLM {run.VLLM_RELEASE}, the release these commands are checked against{need}, as the Docker form runs it."
     if image.endswith(":nightly"):
         return image, f"the nightly build: this configuration needs vLLM {minimum}, newer than the release {run.VLLM_RELEASE}."
     return image, "the recipe's own image (or the brand's), as the Docker form runs it."

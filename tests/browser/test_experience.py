@@ -81,7 +81,7 @@ def test_docker_form_uses_host_networking_for_multi_node(page, server):
     page.wait_for_function("() => location.search.includes('install=docker')")
     state = assert_matches_cli(page)
     assert all(t.startswith("docker run") and "--network host" in t for t in state["texts"])
-    assert "docker pull vllm/vllm-openai:latest" in page.inner_text("#extras")
+    assert "docker pull vllm/vllm-openai:v0.33.0" in page.inner_text("#extras")  # pinned: the release the commands are checked against
 
 
 def test_embed_mode_reports_height_and_honours_theme(page, server):
