@@ -893,6 +893,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
             (tmp / org / "index.html").write_text(render_index([e for e in entries if e["id"].startswith(org + "/")], "../", org))
         write_redirects(tmp, env, entries, base_path, missing)
         if precompress:
+            say("writing .gz and .br copies of the runtime files (about two minutes the first time; cached in .cache/compressed)")
             write_precompressed(tmp / "runtime")
         _swap_into_place(tmp, out)
     except OSError as exc:

@@ -161,7 +161,21 @@ def test_a_synthetic_module_round_trips():
     (_module(bytes([1]) + W._enc(2) + b"ab", 1), "not an active segment"),            # a passive segment
     (_module(bytes([0, 0x23, 0, 0x0b]) + W._enc(1) + b"a", 1), "not an active segment"),  # offset from a global
     (_module(bytes([0, 0x41, 4, 0x0b]) + W._enc(1) + b"a" + b"junk", 1), "after its last segment"),
+    (_module(bytes([0]), 1), "truncated"),                                   # a segment header cut short
+    (_module(bytes([0, 0x41, 4]), 1), "truncated"),
+    (_module(bytes([0, 0x41, 4, 0x0b]) + W._enc(9) + b"ab", 1), "runs past"),  # its size beyond the section
 ])
 def test_modules_it_cannot_rebuild_are_refused_with_the_reason(bad, says):
     with pytest.raises(W.WasmDataError, match=says):
         W.without_data(bad)
+
+
+def test_overlapping_segments_rebuild_as_instantiation_writes_them():
+    """Where two segments overlap, the later one in the file wins (as the
+    engine applies them in order), whatever their bytes sort as."""
+    seg = lambda data: bytes([0]) + _i32_const(8) + W._enc(len(data)) + data  # noqa: E731
+    wasm = _module(seg(b"zz") + seg(b"aa"), 2)
+    snapshot = struct.pack("<4I", 0, 16, 0, 0) + bytes(32)
+    rebuilt = bytearray(32)
+    W.apply_patch(rebuilt, snapshot, W.snapshot_patch(wasm, snapshot))
+    assert rebuilt[8:10] == b"aa"

@@ -99,6 +99,13 @@ def _segments(body: bytes):
     section's body. Only active segments of memory 0 at an ``i32.const``
     offset (flag 0) are accepted: Pyodide's main module has no other kind,
     and another kind would need the snapshot's layout to be read differently."""
+    try:
+        yield from _segments_of(body)
+    except IndexError:
+        raise WasmDataError("the data section is truncated") from None
+
+
+def _segments_of(body: bytes):
     count, j = _uleb(body, 0)
     for n in range(count):
         start = j
@@ -112,6 +119,8 @@ def _segments(body: bytes):
         j += 1
         header = body[start:j]
         size, j = _uleb(body, j)
+        if j + size > len(body):
+            raise WasmDataError(f"data segment {n} runs past the data section")
         yield header, offset, body[j:j + size]
         j += size
     if j != len(body):
@@ -131,7 +140,8 @@ def data_segments(wasm: bytes) -> list[tuple[int, bytes]]:
 def without_data(wasm: bytes) -> bytes:
     """``wasm`` with every data segment emptied (same segments, offsets and
     section order; each segment's bytes removed): the module the snapshot path
-    instantiates. Everything but the data section is copied byte for byte."""
+    instantiates. Every other section's body is copied byte for byte (its
+    size re-encoded as the shortest LEB128)."""
     out = bytearray(wasm[:8])
     for sid, start, end in _sections(wasm):
         body = wasm[start:end]
@@ -163,7 +173,8 @@ def snapshot_patch(wasm: bytes, snapshot: bytes, join_gap: int = 4096, merge_gap
     ``WasmDataError`` when a segment lies outside the snapshot's memory."""
     memory = snapshot_memory(snapshot)
     spans: list[list] = []  # [start, end, [(offset, data)]]
-    for off, data in sorted((o, d) for o, d in data_segments(wasm) if d):
+    # By offset, stably: where segments overlap the later one in the file wins, as instantiation writes them.
+    for off, data in sorted(((o, d) for o, d in data_segments(wasm) if d), key=lambda seg: seg[0]):
         if off < 0 or off + len(data) > len(memory):
             raise WasmDataError(f"a data segment at {off} (+{len(data)} bytes) lies outside the snapshot's memory")
         if spans and off - spans[-1][1] < join_gap:

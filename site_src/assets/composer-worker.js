@@ -133,6 +133,29 @@ async function get(url, what, kind) {
   return kind === "bytes" ? bytes : new TextDecoder().decode(bytes);
 }
 
+// The snapshot path's start, watched: Pyodide swallows an error of its
+// instantiation hook, and a trap in the module's constructors or the restore
+// surfaces only as an uncaught error or rejection of this worker, so the boot
+// would never end (adversarial finding: a wrong data patch hung the page).
+// Either, or no answer within SNAPSHOT_BOOT_MS, fails the snapshot path, and
+// the page falls back to the cold boot.
+const SNAPSHOT_BOOT_MS = 60_000;
+function watched(promise) {
+  let onError, onRejection, timer;
+  const failed = new Promise((_, reject) => {
+    onError = (ev) => { ev.preventDefault(); reject(new Error(`the fast start failed: ${ev.message || ev.error}`)); };
+    onRejection = (ev) => { ev.preventDefault(); reject(new Error(`the fast start failed: ${(ev.reason && ev.reason.message) || ev.reason}`)); };
+    self.addEventListener("error", onError);
+    self.addEventListener("unhandledrejection", onRejection);
+    timer = setTimeout(() => reject(new Error(`the fast start did not finish within ${SNAPSHOT_BOOT_MS / 1000} s`)), SNAPSHOT_BOOT_MS);
+  });
+  return Promise.race([promise, failed]).finally(() => {
+    clearTimeout(timer);
+    self.removeEventListener("error", onError);
+    self.removeEventListener("unhandledrejection", onRejection);
+  });
+}
+
 async function boot(msg) {
   const t0 = performance.now();
   files = new Map(Object.entries(msg.files || {}));
@@ -169,8 +192,8 @@ async function boot(msg) {
       // composes the same commands instead.
       await image.ok.catch(() => { throw new Error("snapshot content does not match its SHA-256"); });
       const [patch] = await snapshotParts.catch((err) => { throw new Error(String(err.message || err)); });
-      pyodide = await loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: bytes,
-                                   createPyodideModule: growingFactory(factory, bytes.length, dataRebuilder(bytes, patch))});
+      pyodide = await watched(loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: bytes,
+                                           createPyodideModule: growingFactory(factory, bytes.length, dataRebuilder(bytes, patch))}));
       if (pyodide.version !== msg.pyodideVersion) throw new Error(`runtime ${pyodide.version}, snapshot made with ${msg.pyodideVersion}`);
       pyodide.runPython("import composer.render\nassert composer.render._BROWSER is not None");
     } catch (err) {

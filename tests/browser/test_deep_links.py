@@ -141,6 +141,37 @@ def test_fallback_cold_boot_when_the_snapshot_cannot_be_used(page, server, site_
     assert not page.locator("#preview-banner").is_visible()
 
 
+def test_a_wrong_data_patch_the_page_trusts_falls_back_to_the_cold_boot(page, server, site_dir):
+    """A patch of the right format whose hash the page lists (a build bug, not
+    an attack: the hash check passes) but that rebuilds the wrong memory traps
+    in the module's constructors, which Pyodide does not report: the worker
+    watches its start (composer-worker.js ``watched``) and the page falls back
+    to the cold boot instead of loading forever (adversarial finding)."""
+    import hashlib
+    import struct
+
+    from composer.buildtime.wasm_data import MAGIC
+
+    wrong = struct.pack("<3I", MAGIC, 0, 0)  # rebuilds nothing: the constructors read zeros
+    real = next((site_dir / "runtime").glob("wasm-data-*.bin")).read_bytes()
+    old, new = hashlib.sha256(real).hexdigest(), hashlib.sha256(wrong).hexdigest()
+    page.route("**/runtime/wasm-data-*.bin", lambda route: route.fulfill(status=200, body=wrong))
+
+    def rewrite(route):
+        resp = route.fetch()
+        route.fulfill(response=resp, body=resp.text().replace(old, new))
+    page.route("**/moonshotai/Kimi-K3/*", rewrite)
+    page.goto(f"{server}{K3}?hardware=h200&strategy=multi_node_tep")
+    wait_ready(page)
+    settle(page)
+    assert page.get_attribute("#app", "data-boot-mode") == "cold"
+    status = page.inner_text("#runtime-status")
+    # the watch caught it (not the hash check, which the rewritten page passes)
+    assert "SHA-256" not in status and ("fast start failed" in status or "did not finish" in status), status
+    state = page_state(page)
+    assert state["argvs"] == [c["argv"] for c in cli_plan(state["query"])["commands"]]
+
+
 def test_snapshot_path_is_used_and_matches_the_cli(page, server):
     asked: list[str] = []
     page.on("request", lambda r: asked.append(r.url))
