@@ -188,7 +188,7 @@ def _strategy(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, li
     hwp = ctx.hw(sel.hardware)
     weights = ctx.weights_gb(sel.variant)
     supported = [s for s in ctx.strategies if ctx.strategy_block_reason(s, sel.hardware) is None]
-    best = recommend(ctx, sel.hardware, sel.variant, None, supported)
+    best = recommend(ctx, sel.hardware, sel.variant, None, supported, base)
     items = []
     for s in ctx.strategies:
         st = ctx.strategy(s)

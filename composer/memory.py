@@ -354,7 +354,8 @@ class Capacity:
                 text += f" ({self.context_concurrency:.2f}x for {self.context:,})"
             if self.dp_ranks > 1:  # a fresh user read one DP rank's figure as the deployment's
                 text += (f"; the {self.dp_ranks} DP ranks each hold their own: {self.kv_tokens * self.dp_ranks:,} "
-                         f"tokens, {self.concurrency * self.dp_ranks:.2f}x in all")
+                         f"tokens, {self.concurrency * self.dp_ranks:.2f}x of {self.max_model_len:,}-token requests "
+                         f"in all")  # a fresh user read "87.83x in all" as the 32k-context figure beside it
         else:
             text += f" (tokens not estimated: {self.no_tokens_reason or GEOMETRY_UNKNOWN})"
         text += "."

@@ -227,7 +227,7 @@ def _step_strategy(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _
             n.add("warning", "strategy-unavailable", f"{ctx.strategy_block_reason(sid, hw)} The recommended strategy is shown.")
             sid = None
     if sid is None:
-        sid = recommend(ctx, hw, variant, want_nodes, supported)
+        sid = recommend(ctx, hw, variant, want_nodes, supported, req)
         if sid and want_nodes is None:
             _say_strategy_auto(ctx, hw, variant, sid, supported, n)
         if sid is None:
@@ -247,9 +247,11 @@ def _say_strategy_auto(ctx: RecipeContext, hw: str, variant: str, sid: str, supp
                 if c.hardware == hw and c.strategy != sid and c.strategy in supported]
     also = (f" The recipe verified {', '.join(ctx.strategy_label(v) for v in verified)} on "
             f"{ctx.hw(hw).display_name}; pick it under Strategy." if verified else "")
+    ran = any(c.hardware == hw and c.strategy == sid for c in ctx.recipe.meta.verified_configs)
     n.add("info", "strategy-auto",
           f"One {ctx.hw(hw).display_name} node ({ctx.hw(hw).vram_gb:g} GB) cannot hold {recipe_size_text(ctx, variant)}, "
-          f"so {ctx.strategy_label(sid)} is shown instead of the recipe's default {ctx.strategy_label(default)}.{also}")
+          f"so {ctx.strategy_label(sid)}{', the strategy the recipe verified on ' + ctx.hw(hw).display_name + ',' if ran else ''} "
+          f"is shown instead of the recipe's default {ctx.strategy_label(default)}.{also}")
 
 
 def _step_features(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:
@@ -573,12 +575,20 @@ def resolve_cuda(ctx: RecipeContext, req: Request, hw: str, variant: str, n: Not
     return want or default_cuda(choices)
 
 
-def recommend(ctx: RecipeContext, hw: str, variant: str, want_nodes: int | None, supported: list[str]) -> str | None:
+def recommend(ctx: RecipeContext, hw: str, variant: str, want_nodes: int | None, supported: list[str],
+              req: Request | None = None) -> str | None:
     """The strategy shown when the query names none (semantics §2.5, with the
     seed's capacity rule: a single-node default that cannot hold the weights
     yields the multi-node strategy of its kind), else the first supported
     strategy of the wanted deploy type by kind (``RECOMMENDED_MULTI``,
-    ``RECOMMENDED_SINGLE``)."""
+    ``RECOMMENDED_SINGLE``). Where the recipe's default does not apply and no
+    node count is asked for, before both: the first strategy the recipe
+    verified on ``hw`` (``meta.verified_configs``, in its order) of the deploy
+    type wanted — what its authors ran beats a heuristic (Kimi K3 on
+    B200: TP+PP, not multi-node TP 16; on H200: TEP) — unless it would drop
+    a choice of ``req`` (the request: a feature, Advanced knob or KV offload
+    the strategy does not offer; without ``req``, the hardware's default
+    features). P/D is never chosen for the user (``working_values``)."""
     if not supported:
         return None
     default = ctx.recipe.default_strategy
@@ -589,6 +599,14 @@ def recommend(ctx: RecipeContext, hw: str, variant: str, want_nodes: int | None,
         if not (multi_wanted and deploy == "single_node"):
             if not (want_nodes == 1 and deploy == "multi_node"):
                 return default
+    # The recipe's default does not apply here: what its authors verified on this GPU comes first.
+    if want_nodes is None:
+        wanted = "multi_node" if multi_wanted else "single_node"
+        for c in ctx.recipe.meta.verified_configs:
+            if (c.hardware == hw and c.strategy in supported and ctx.strategy(c.strategy).deploy_type == wanted
+                    and _keeps_choices(ctx, c.strategy, hw, variant, req)):
+                return c.strategy
+    if default in supported:
         if multi_wanted:  # the multi-node strategy of the default's kind
             sibling = _of_kind(ctx, supported, "multi_node", (str(ctx.strategy(default).kind),))
             if sibling is not None:
@@ -599,6 +617,25 @@ def recommend(ctx: RecipeContext, hw: str, variant: str, want_nodes: int | None,
         return preferred
     same = [s for s in supported if ctx.strategy(s).deploy_type == deploy]
     return (same or supported)[0]
+
+
+def _keeps_choices(ctx: RecipeContext, sid: str, hw: str, variant: str, req: Request | None) -> bool:
+    """Whether strategy ``sid`` offers every feature, Advanced knob and KV
+    offload ``req`` asks for (features: the hardware's defaults when it names
+    none), so ``recommend`` choosing it drops nothing (the same rule as
+    ``plan.working_values``: never at the cost of a choice)."""
+    feats = req.get_list("features") if req is not None else None
+    if feats is None:
+        feats = list(ctx.default_features(hw, variant))
+    if any(f in ctx.recipe.features and ctx.feature_block_reason(f, sid) for f in feats):
+        return False
+    if req is None:
+        return True
+    knobs = {k.id for k in ctx.advanced_knobs(sid)}
+    if any(a in ctx.all_advanced_ids and a not in knobs for a in req.get_list("advanced") or []):
+        return False
+    kv = req.get("kv_offload")
+    return not (kv and kv != "off" and kv in ctx.kv_options() and ctx.kv_block_reason(kv, sid, hw))
 
 
 RECOMMENDED_MULTI = ("tp", "dep", "tep")

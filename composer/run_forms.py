@@ -58,15 +58,27 @@ PINNED_REPOS = ("vllm/vllm-openai", "vllm/vllm-openai-rocm")
 """vLLM's own images that are published per release as ``:v<version>``."""
 
 
-def pinned_image(image: str, release: str | None = None) -> str:
-    """``image`` with a ``:latest`` tag of vLLM's own images (``PINNED_REPOS``)
-    pinned to ``:v<release>`` (default: the release the commands are checked
-    against, ``vllm_cli.VERSION``), so a recipe's ``vllm/vllm-openai:latest``
-    runs what we checked too; any other image (the recipe's own, ``:nightly``,
-    a CPU or TPU image) unchanged."""
-    repo, sep, tag = image.rpartition(":")
-    if sep and repo in PINNED_REPOS and tag == "latest":
-        return f"{repo}:v{release or vllm_cli.VERSION}"
+DOCKER_HUB_PREFIXES = ("docker.io/", "index.docker.io/", "registry-1.docker.io/")
+"""Names of Docker Hub a reference may start with (``docker.io/vllm/vllm-openai``
+is ``vllm/vllm-openai``)."""
+
+
+def pinned_image(image: str, release: str | None = None, nightly: bool = False) -> str:
+    """``image`` with the ``latest`` tag of vLLM's own images (``PINNED_REPOS``,
+    on Docker Hub under any of its names; no tag is ``latest``) pinned to
+    ``:v<release>`` (default: the release the commands are checked against,
+    ``vllm_cli.VERSION``), or to ``:nightly`` when the configuration needs the
+    nightly build (``nightly``: as the default image, ``_nightly``), so a
+    recipe's ``vllm/vllm-openai:latest`` runs what we checked too; any other
+    image (a digest, another registry, another tag, a CPU or TPU image)
+    unchanged."""
+    if "@" in image:
+        return image
+    last = image.rsplit("/", 1)[-1]
+    repo, tag = (image.rsplit(":", 1) if ":" in last else (image, "latest"))
+    bare = next((repo[len(p):] for p in DOCKER_HUB_PREFIXES if repo.startswith(p)), repo)
+    if bare in PINNED_REPOS and tag == "latest":
+        return f"{repo}:{'nightly' if nightly else 'v' + (release or vllm_cli.VERSION)}"
     return image
 GPU_FLAGS = {
     "nvidia": ["--gpus", "all"],
@@ -97,14 +109,29 @@ OMNI_RELEASE = vllm_cli.OMNI["source"].get("version") or VLLM_RELEASE
 """The newest vLLM-Omni release the project knows (``vllm_cli.json`` ``omni.source``)."""
 
 
+_PHASES = (("dev", 0), ("alpha", 1), ("a", 1), ("beta", 2), ("b", 2), ("rc", 3), ("c", 3), ("pre", 3),
+           ("preview", 3), ("post", 5), ("rev", 5), ("r", 5))
+"""PEP 440's order of a release's phases (longest spelling first where one
+is a prefix of another): dev < a < b < rc < the release (4) < post."""
+
+
 def version_key(version: str) -> tuple:
-    """A sort key for a vLLM version (``0.12.0`` > ``0.12.0rc1`` > ``0.11.2``):
-    the release numbers padded to three, then final releases above pre-releases."""
+    """A sort key for a vLLM version in PEP 440's order (``0.12.0.post1`` >
+    ``0.12.0`` > ``0.12.0rc1`` > ``0.12.0.dev1`` > ``0.11.2``): the release
+    numbers padded to three, then the phase (``_PHASES``) and its number.
+    A suffix it does not know sorts as a pre-release (never above the release)."""
     m = re.match(r"^v?(\d+(?:\.\d+)*)(.*)$", str(version).strip())
     if not m:
-        return ((0, 0, 0), 0, str(version))
+        return ((0, 0, 0), 0, 0, str(version))
     nums = tuple(int(p) for p in m.group(1).split("."))
-    return (nums + (0,) * (3 - len(nums)), 0 if m.group(2) else 1, m.group(2))
+    rest = m.group(2).lower().lstrip(".-_")
+    phase, number = (4, 0) if not rest else (0, 0)
+    for name, rank in sorted(_PHASES, key=lambda x: -len(x[0])):
+        if rest.startswith(name):
+            tail = re.match(r"^[.\-_]?(\d*)", rest[len(name):])
+            phase, number = rank, int(tail.group(1) or 0) if tail else 0
+            break
+    return (nums + (0,) * (3 - len(nums)), phase, number, rest)
 
 
 def unreleased(version: str | None) -> bool:
@@ -143,7 +170,9 @@ def docker_image(ctx: RecipeContext, hw_id: str, variant_id: str, kv_offload: st
             candidates.append(picked)
     if candidates:
         # A recipe's image lands where docker reads its image: one that does not fit never reaches a command.
-        return pinned_image(candidates[0]) if check(candidates[0], "image") is None else None
+        if check(candidates[0], "image") is not None:
+            return None
+        return pinned_image(candidates[0], nightly=_nightly(ctx, variant_id, kv_offload))
     if ctx.is_omni:
         repo = OMNI_IMAGES.get(brand)
         minver = _min_version(ctx, variant_id, kv_offload)
@@ -319,7 +348,9 @@ def install(ctx: RecipeContext, sel, companions: list[CompanionProcess], command
     # A nightly wheel is numbered below the release it leads to (0.35.0.dev1 < 0.35.0): no version bound then.
     # A release is pinned to the one the commands are checked against (a recipe's minimum newer than that
     # makes ``nightly``): ``-U vllm`` would install whatever is newest the day it runs.
-    spec = quote(f"vllm=={OMNI_RELEASE}") if omni_release else ("vllm" if nightly else quote(f"vllm=={VLLM_RELEASE}"))
+    # vLLM-Omni runs on the vLLM it is built on, also when a dependency step of the recipe installs it.
+    omni_vllm = ctx.is_omni and not nightly and not (minver and version_key(minver) > version_key(OMNI_RELEASE))
+    spec = quote(f"vllm=={OMNI_RELEASE}") if omni_release or omni_vllm else ("vllm" if nightly else quote(f"vllm=={VLLM_RELEASE}"))
     pip = None
     if brand == "nvidia":
         pip = (f"uv pip install -U --pre {spec} --extra-index-url https://wheels.vllm.ai/nightly --torch-backend auto"

@@ -91,7 +91,11 @@ def test_a_context_memoizes_only_through_its_bounded_regions(k3):
         page = compose_page(k3, query)
         opts = [o["query"] for items in page["options"].values() for o in items if not o["disabled"]]
         query = rng.choice(opts)
-    assert set(vars(k3)) == before
+    # A ``functools.cached_property`` holds one value of the recipe (bounded by construction) and appears
+    # whenever a page first reads it (which one depends on the tests this worker ran before): not a memo.
+    import functools
+    once = {n for n in dir(type(k3)) if isinstance(getattr(type(k3), n, None), functools.cached_property)}
+    assert set(vars(k3)) - once == before - once
     assert {"memory-flags", "owned-units"} <= {name.split(":", 1)[0] for name in k3._caches}
 
 

@@ -146,3 +146,31 @@ def test_default_hardware_skips_gpus_that_cannot_hold_the_weights(catalog):
     hw, _ = ctx.default_hardware("default")
     assert not ctx.can_hold("h200", "default")
     assert hw != "h200" and ctx.fits_one_node(hw, "default")
+
+
+def test_omni_recipes_install_the_vllm_their_image_runs():
+    """pip and Docker install one vLLM for a vLLM-Omni recipe: the release
+    vLLM-Omni is built on, also when the recipe's own dependency step
+    installs vLLM-Omni (adversarial finding: pip pinned 0.33.0 beside the
+    v0.30.0 Omni image)."""
+    import re
+
+    if not CORPUS.exists():
+        pytest.skip("shared corpus not present")
+    catalog = load_catalog(CORPUS)
+    seen = 0
+    for rid in recipe_paths(CORPUS):
+        try:
+            ctx = make_context(rid, load_recipe(CORPUS, rid), catalog)
+        except Exception:
+            continue
+        if not ctx.is_omni:
+            continue
+        plan = compose(ctx, "install=docker", every_form=False)
+        image, pip = plan["install"].get("image") or "", plan["install"].get("pip") or ""
+        tag = re.search(r"vllm-omni(?:-rocm)?:v([\d.]+)$", image)
+        pinned = re.search(r"\bvllm==([\w.]+)", pip)
+        if tag and pinned and not plan["install"]["nightly"]:
+            seen += 1
+            assert pinned.group(1) == tag.group(1), (rid, image, pip)
+    assert seen >= 3

@@ -315,6 +315,40 @@ def test_a_pinned_image_older_than_the_minimum_is_said(our_catalog):
 def test_version_order_puts_pre_releases_below_their_release():
     order = ["0.9.2", "0.11.0rc1", "0.11.0", "0.11.1", "0.12", "1.0.0"]
     assert sorted(reversed(order), key=run_forms.version_key) == order
+    # PEP 440: dev < a < b < rc < the release < post (adversarial finding: ".post1" sorted below its release,
+    # so a 0.33.0.post1 minimum installed 0.33.0)
+    pep = ["0.33.0.dev1", "0.33.0a1", "0.33.0b2", "0.33.0rc1", "0.33.0rc2", "0.33.0", "0.33.0.post1", "0.33.1.dev0"]
+    assert sorted(reversed(pep), key=run_forms.version_key) == pep
+    assert run_forms.unreleased("0.33.0.post1") and not run_forms.unreleased("0.33.0rc1")
+
+
+@pytest.mark.parametrize("image, nightly, want", [
+    ("vllm/vllm-openai:latest", False, "vllm/vllm-openai:v0.33.0"),
+    ("vllm/vllm-openai", False, "vllm/vllm-openai:v0.33.0"),                       # no tag is latest
+    ("docker.io/vllm/vllm-openai:latest", False, "docker.io/vllm/vllm-openai:v0.33.0"),  # Docker Hub by name
+    ("vllm/vllm-openai-rocm:latest", True, "vllm/vllm-openai-rocm:nightly"),       # the nightly build needed
+    ("vllm/vllm-openai:latest@sha256:" + "a" * 64, False, "vllm/vllm-openai:latest@sha256:" + "a" * 64),
+    ("localhost:5000/vllm/vllm-openai:latest", False, "localhost:5000/vllm/vllm-openai:latest"),  # another registry
+    ("vllm/vllm-openai:v0.30.0", False, "vllm/vllm-openai:v0.30.0"),
+    ("vllm/vllm-tpu:latest", False, "vllm/vllm-tpu:latest"),
+])
+def test_pinned_image_pins_only_vllms_own_latest(image, nightly, want):
+    assert run_forms.pinned_image(image, "0.33.0", nightly=nightly) == want
+
+
+def test_a_recipes_latest_image_follows_the_nightly_build_when_it_is_needed(our_catalog):
+    """A recipe's ``vllm/vllm-openai:latest`` with a minimum no release meets
+    runs ``:nightly`` in Docker and Kubernetes, as pip installs the nightly
+    (adversarial finding: it was pinned to the older release and then called too old)."""
+    major, minor = run_forms.VLLM_RELEASE.split(".")[:2]
+    for edit in (lambda d: d["model"].__setitem__("min_vllm_version", f"{major}.{int(minor) + 1}.0"),
+                 lambda d: d["model"].__setitem__("nightly_required", True)):
+        ctx = _k3(our_catalog, lambda d, edit=edit: (d["model"].__setitem__("docker_image", "vllm/vllm-openai:latest"), edit(d)))
+        docker = compose(ctx, "hardware=h200&install=docker")
+        assert docker["install"]["image"] == "vllm/vllm-openai:nightly"
+        assert not any(n["code"] == "image-too-old" for n in docker["notices"])
+        k8s = compose(ctx, "hardware=h200&install=k8s")["kubernetes"]["yaml"]
+        assert "vllm/vllm-openai:nightly" in k8s and "None" not in k8s and "v0.33.0" not in k8s
 
 
 # ----------------------------------------------------------------- CUDA

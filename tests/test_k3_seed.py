@@ -205,13 +205,14 @@ def test_verified_marker_follows_the_recipe(k3, plan, hw):
 
 
 # ------------------------------------------------------------- TP / multi-node
-def test_b200_alone_gives_two_node_multi_node_tp16(plan):
+def test_b200_multi_node_tp_gives_two_node_tp16(plan):
     # "two 8-GPU servers correspond to TP=16. The head node serves the HTTP API,
     # while the other nodes participate in compute only via --headless"
     # (The seed's example is H200; issue 19: 2 × H200 hold ~0.6 of one 1M-token
     # sequence, so vLLM would refuse to start and the composer sizes 4 nodes —
-    # tests/test_memory.py. Two B200 nodes hold it.)
-    p = plan("hardware=b200")
+    # tests/test_memory.py. Two B200 nodes hold it. B200 alone now opens the
+    # strategy the recipe verified there, TP+PP: test_a_bare_gpu_opens_what_the_recipe_verified.)
+    p = plan("hardware=b200&strategy=multi_node_tp")
     assert p["status"] == "ok"
     sel = p["selection"]
     assert (sel["hardware"], sel["strategy"], sel["nodes"]) == ("b200", "multi_node_tp", 2)
@@ -770,3 +771,22 @@ def test_nodes_raised_past_the_floor_names_the_capacity_reason(plan):
 def test_no_value_unchanged_notice_when_the_value_changed(plan):
     p = plan("hardware=mi355x&advanced=max_num_seqs_256&features=spec_decoding")
     assert "value-unchanged" not in codes(p), notices_with(p, "value-unchanged")
+
+
+def test_a_bare_gpu_opens_what_the_recipe_verified(plan, k3):
+    """A GPU chosen without a strategy opens the strategy the recipe verified
+    on it (``meta.verified_configs``; composer.resolve.recommend), and the
+    star is on it; P/D is never chosen for the user (GB200: its notice names it)."""
+    for hw in ("b200", "h200"):
+        p = plan(f"hardware={hw}")
+        want = next(c.strategy for c in k3.recipe.meta.verified_configs
+                    if c.hardware == hw and k3.strategy(c.strategy).deploy_type == "multi_node")
+        assert p["status"] == "ok" and p["selection"]["strategy"] == want and p["verified"], hw
+        auto = next(n["message"] for n in p["notices"] if n["code"] == "strategy-auto")
+        assert "the strategy the recipe verified on" in auto
+    gb = plan("hardware=gb200")
+    assert gb["selection"]["strategy"] != "pd_cluster"
+    assert "The recipe verified Prefill/Decode disaggregation on GB200 NVL4" in next(
+        n["message"] for n in gb["notices"] if n["code"] == "strategy-auto")
+    # A node count asked for keeps its own recommendation (the verified one is for a bare GPU).
+    assert plan("hardware=b200&nodes=2")["selection"]["strategy"] == "multi_node_tp"

@@ -57,7 +57,8 @@ def image_in_force(image: str, minimum: str | None) -> tuple[str, str]:
         need = f" (this recipe needs {minimum} or newer)" if minimum else ""
         return image, f"vLLM {run.VLLM_RELEASE}, the release these commands are checked against{need}, as the Docker form runs it."
     if image.endswith(":nightly"):
-        return image, f"the nightly build: this configuration needs vLLM {minimum}, newer than the release {run.VLLM_RELEASE}."
+        need = f"needs vLLM {minimum}, newer than the release {run.VLLM_RELEASE}" if minimum else "asks for the nightly build"
+        return image, f"the nightly build: this configuration {need}."
     return image, "the recipe's own image (or the brand's), as the Docker form runs it."
 
 
