@@ -185,7 +185,7 @@ def test_focus_shows_what_a_choice_would_switch(page, server):
     wait_ready(page)
     page.focus('#controls input[name="hardware"][value="h200"]')
     hint = page.inner_text('fieldset[data-dim="hardware"] .hint')
-    assert "Also changes" in hint and "Multi-node TP" in hint
+    assert "Also changes" in hint and "Multi-node TEP" in hint  # the strategy the recipe verified on H200
 
 
 def test_compose_error_keeps_the_page_true_to_its_command(page, server, site_dir):
@@ -224,7 +224,9 @@ def test_compose_error_keeps_the_page_true_to_its_command(page, server, site_dir
     assert_matches_cli(page)
 
 
-@pytest.mark.parametrize("blocked", [["pyodide.asm.wasm"], ["stdlib-"], ["snapshot-", "python-"],
+# The snapshot path never fetches pyodide.asm.wasm (it runs the module without data segments,
+# build.snapshot_wasm): only both modules missing leave nothing to boot.
+@pytest.mark.parametrize("blocked", [["wasm-nodata-", "pyodide.asm.wasm"], ["stdlib-"], ["snapshot-", "python-"],
                                      ["snapshot-", "python_stdlib.zip"]])
 def test_runtime_file_missing_fails_fast_and_keeps_the_default(page, server, blocked):
     # Without the snapshot the worker boots cold (with Pyodide's whole standard
