@@ -401,6 +401,13 @@ def install_notices(ctx: RecipeContext, sel, notices) -> None:
         notices.add("warning", "image-too-old",
                     f"The recipe's container image {image} holds vLLM {tag.group(1)}, older than the vLLM {minver} "
                     "this configuration needs; the pip install meets it.", subject="docker_image", new=minver)
+    deploy = ctx.strategy(sel.strategy).deploy_type
+    if sel.form == "docker" and (deploy == "pd_cluster" or (deploy == "multi_node" and sel.nodes > 1)):
+        notices.add("info", "docker-rdma",
+                    "Across nodes NCCL (and the KV transfer of P/D) is fast only over InfiniBand or RoCE: on nodes that "
+                    "have it, add --device=/dev/infiniband --cap-add=IPC_LOCK --ulimit memlock=-1 to each docker run "
+                    "(not in the commands: docker refuses a device the node does not have). Without them the "
+                    "container falls back to TCP sockets: it starts, but runs many times slower.", subject="docker")
     if unreleased(minver):
         notices.add("info", "nightly-required",
                     f"This configuration needs vLLM {minver} or newer, which is not released yet (the newest release "

@@ -151,7 +151,11 @@ def test_docker_form_and_scripts(plan):
         assert d[d.index(f"vllm/vllm-openai:v{VLLM_RELEASE}") + 1:] == c["argv"][2:]
         assert shellwords.split(c["text"]) == d
         assert ': "${HEAD_IP:?' in c["script"] and ': "${IFACE_NAME:?' in c["script"]
+    # Across nodes the container needs the RDMA devices to be fast; the plan says so (a fresh user's finding)
+    assert any(n["code"] == "docker-rdma" and "--device=/dev/infiniband" in n["message"] for n in multi["notices"])
     single = plan("hardware=mi355x&install=docker")
+    assert not any(n["code"] == "docker-rdma" for n in single["notices"])
+    assert not any(n["code"] == "docker-rdma" for n in plan("hardware=h200")["notices"])  # pip: nothing to add
     d = single["commands"][0]["docker_argv"]
     assert "--device=/dev/kfd" in d and flag(d, "-p") == "8000:8000"
     assert f"vllm/vllm-openai-rocm:v{VLLM_RELEASE}" in d and not any(w.endswith(":latest") for w in d)
