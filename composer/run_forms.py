@@ -56,8 +56,6 @@ the vLLM we checked it against, not on whatever ``latest`` is the day it runs
 know of and stay on ``latest``."""
 PINNED_REPOS = ("vllm/vllm-openai", "vllm/vllm-openai-rocm")
 """vLLM's own images that are published per release as ``:v<version>``."""
-
-
 DOCKER_HUB_PREFIXES = ("docker.io/", "index.docker.io/", "registry-1.docker.io/")
 """Names of Docker Hub a reference may start with (``docker.io/vllm/vllm-openai``
 is ``vllm/vllm-openai``)."""
@@ -80,6 +78,8 @@ def pinned_image(image: str, release: str | None = None, nightly: bool = False) 
     if bare in PINNED_REPOS and tag == "latest":
         return f"{repo}:{'nightly' if nightly else 'v' + (release or vllm_cli.VERSION)}"
     return image
+
+
 GPU_FLAGS = {
     "nvidia": ["--gpus", "all"],
     "amd": ["--device=/dev/kfd", "--device=/dev/dri", "--security-opt", "seccomp=unconfined", "--group-add", "video"],
