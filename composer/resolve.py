@@ -624,9 +624,8 @@ def _keeps_choices(ctx: RecipeContext, sid: str, hw: str, variant: str, req: Req
     offload ``req`` asks for (features: the hardware's defaults when it names
     none), so ``recommend`` choosing it drops nothing (the same rule as
     ``plan.working_values``: never at the cost of a choice)."""
-    feats = req.get_list("features") if req is not None else None
-    if feats is None:
-        feats = list(ctx.default_features(hw, variant))
+    asked = req.get_list("features") if req is not None else None
+    feats = list(asked) if asked is not None else list(ctx.default_features(hw, variant))
     if any(f in ctx.recipe.features and ctx.feature_block_reason(f, sid) for f in feats):
         return False
     if req is None:

@@ -109,10 +109,11 @@ OMNI_RELEASE = vllm_cli.OMNI["source"].get("version") or VLLM_RELEASE
 """The newest vLLM-Omni release the project knows (``vllm_cli.json`` ``omni.source``)."""
 
 
-_PHASES = (("dev", 0), ("alpha", 1), ("a", 1), ("beta", 2), ("b", 2), ("rc", 3), ("c", 3), ("pre", 3),
-           ("preview", 3), ("post", 5), ("rev", 5), ("r", 5))
-"""PEP 440's order of a release's phases (longest spelling first where one
-is a prefix of another): dev < a < b < rc < the release (4) < post."""
+_PHASES = (("preview", 3), ("alpha", 1), ("beta", 2), ("post", 5), ("dev", 0), ("pre", 3), ("rev", 5), ("rc", 3),
+           ("a", 1), ("b", 2), ("c", 3), ("r", 5))
+"""PEP 440's spellings of a release's phases with their rank (dev < a < b <
+rc < the release, 4, < post), longest first: the first that starts a
+suffix is its phase ("preview" before "pre", "rc" before "r")."""
 
 
 def version_key(version: str) -> tuple:
@@ -126,7 +127,7 @@ def version_key(version: str) -> tuple:
     nums = tuple(int(p) for p in m.group(1).split("."))
     rest = m.group(2).lower().lstrip(".-_")
     phase, number = (4, 0) if not rest else (0, 0)
-    for name, rank in sorted(_PHASES, key=lambda x: -len(x[0])):
+    for name, rank in _PHASES:
         if rest.startswith(name):
             tail = re.match(r"^[.\-_]?(\d*)", rest[len(name):])
             phase, number = rank, int(tail.group(1) or 0) if tail else 0

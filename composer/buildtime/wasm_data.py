@@ -43,7 +43,10 @@ class WasmDataError(ValueError):
     which part and why); the build reports it and does not ship the pair."""
 
 
-def _uleb(b: bytes, i: int) -> tuple[int, int]:
+def _leb(b: bytes, i: int, signed: bool = False) -> tuple[int, int]:
+    """``(value, index after it)`` of the LEB128 number at ``b[i]`` (unsigned,
+    or two's-complement ``signed`` as ``i32.const`` writes it). Raises
+    ``WasmDataError`` when ``b`` ends inside it."""
     result = shift = 0
     while True:
         if i >= len(b):
@@ -53,20 +56,7 @@ def _uleb(b: bytes, i: int) -> tuple[int, int]:
         result |= (x & 0x7F) << shift
         shift += 7
         if not x & 0x80:
-            return result, i
-
-
-def _sleb(b: bytes, i: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if i >= len(b):
-            raise WasmDataError("truncated LEB128 number")
-        x = b[i]
-        i += 1
-        result |= (x & 0x7F) << shift
-        shift += 7
-        if not x & 0x80:
-            if x & 0x40:
+            if signed and x & 0x40:
                 result -= 1 << shift
             return result, i
 
@@ -87,7 +77,7 @@ def _sections(wasm: bytes):
     i = 8
     while i < len(wasm):
         sid = wasm[i]
-        size, start = _uleb(wasm, i + 1)
+        size, start = _leb(wasm, i + 1)
         if start + size > len(wasm):
             raise WasmDataError(f"section {sid} runs past the end of the file")
         yield sid, start, start + size
@@ -106,19 +96,19 @@ def _segments(body: bytes):
 
 
 def _segments_of(body: bytes):
-    count, j = _uleb(body, 0)
+    count, j = _leb(body, 0)
     for n in range(count):
         start = j
-        flag, j = _uleb(body, j)
+        flag, j = _leb(body, j)
         if flag != 0 or body[j] != 0x41:
             raise WasmDataError(f"data segment {n} is not an active segment at an i32.const offset (flag {flag})")
-        offset, j = _sleb(body, j + 1)
+        offset, j = _leb(body, j + 1, signed=True)
         offset &= 0xFFFFFFFF  # an i32 address is unsigned
         if body[j] != 0x0B:
             raise WasmDataError(f"data segment {n}: its offset is not a single i32.const")
         j += 1
         header = body[start:j]
-        size, j = _uleb(body, j)
+        size, j = _leb(body, j)
         if j + size > len(body):
             raise WasmDataError(f"data segment {n} runs past the data section")
         yield header, offset, body[j:j + size]

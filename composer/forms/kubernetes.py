@@ -46,12 +46,11 @@ def manifests(inp: FormInput) -> Manifests:
 def image_in_force(image: str, minimum: str | None) -> tuple[str, str]:
     """``(image, why)``: the image the pods run (the Docker form's, which
     ``run_forms.docker_image`` has already pinned to the release the commands
-    are checked against: ``run_forms.pinned_image``) and a sentence saying
-    which vLLM the pods run and why (issue 21: an operator applies a fixed
-    image, not whatever ``latest`` is that day)."""
+    are checked against, or to the nightly build: ``run_forms.pinned_image``)
+    and a sentence saying which vLLM the pods run and why (issue 21: an
+    operator applies a fixed image, not whatever ``latest`` is that day)."""
     from composer import run_forms as run
 
-    image = run.pinned_image(image)
     repo, _, tag = image.rpartition(":")
     if repo in run.PINNED_REPOS and tag == f"v{run.VLLM_RELEASE}":
         need = f" (this recipe needs {minimum} or newer)" if minimum else ""
