@@ -41,6 +41,7 @@ from pathlib import Path
 from jinja2 import FileSystemLoader
 
 from composer.api import compose, compose_page, make_context
+from composer.controls import group_options
 from composer import vllm_cli
 from composer.render import environment
 from composer.buildtime.routes import checkpoints, public_api_ids, route_map, variant_routes
@@ -257,7 +258,23 @@ SNAPSHOT_STDLIB_ALWAYS = ("encodings.ascii", "encodings.latin_1", "encodings.utf
 are looked up by name at run time (``codecs.lookup``)."""
 
 
+_STDLIB_ZIP: dict[tuple, tuple[bytes, list[str]]] = {}
+
+
 def snapshot_stdlib_zip(snapshot_modules: list[str], python_zip: bytes) -> tuple[bytes, list[str]]:
+    """``_snapshot_stdlib_zip``, kept for its inputs in this process (the
+    modules, the shipped Python's bytes, Pyodide's zip by size and time): it
+    parses ~120 modules (1–2 s), and a test run builds a site a dozen times."""
+    stdlib = (PYODIDE_DIR / "python_stdlib.zip").stat()
+    key = (tuple(snapshot_modules), sha256_hex(python_zip), stdlib.st_size, stdlib.st_mtime_ns)
+    if key not in _STDLIB_ZIP:
+        _STDLIB_ZIP.clear()
+        _STDLIB_ZIP[key] = _snapshot_stdlib_zip(snapshot_modules, python_zip)
+    data, names = _STDLIB_ZIP[key]
+    return data, list(names)
+
+
+def _snapshot_stdlib_zip(snapshot_modules: list[str], python_zip: bytes) -> tuple[bytes, list[str]]:
     """The standard library a page restoring the snapshot can still need:
     ``(zip bytes, module names)``. Every module the shipped Python
     (``python_zip``: composer, Jinja2, MarkupSafe) imports anywhere (a
@@ -497,7 +514,7 @@ def write_public_recipe(tmp: Path, ctx, recipe: Recipe, recipe_ids=()) -> dict[s
     def files_of(variant_key=None):
         return public_api.recipe_files(
             ctx, recipe_data, lambda c, q: compose(c, q, every_form=False),
-            lambda c, q: compose_page(c, q)["options"],
+            lambda c, q: group_options(c, q, "strategy"),
             lambda sid: {"id": sid, **data["strategies"].get(sid, {})},
             lambda hw: {"id": hw, **data["taxonomy"]["hardware_profiles"][hw]}, variant_key=variant_key)
 

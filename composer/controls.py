@@ -45,6 +45,24 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request, notices=()
     return {dim: tuple(Option(**item) for item in items) for dim, items in opts.items()}
 
 
+def group_options(ctx: RecipeContext, query, group: str) -> list[dict]:
+    """The options of one control group (``group``: a ``BUILDERS`` name, e.g.
+    ``strategy``) of the page for ``query``, each option's ``id``,
+    ``disabled``, ``reason`` and ``query`` as ``build_options`` gives them
+    (the group's builder, and the error check of ``CHECKED_AFTER`` groups),
+    without the other groups, the plan or the ``default``/``effects``
+    marking: the build's public API asks each hardware's strategies (a whole
+    page's controls cost ~30 plans). Raises KeyError for an unknown group."""
+    from composer.plan import page_selection
+
+    builder = dict(BUILDERS)[group]
+    sel, canon = page_selection(ctx, query)
+    base = canon.with_values(v=SCHEMA_VERSION)
+    opts = builder(ctx, sel, base)
+    _disable_errors(ctx, sel, base, opts)
+    return opts.get(group, [])
+
+
 def why_lines(options) -> list[tuple[str, str]]:
     """The "Why N unavailable" list of a group: one ``(labels, reason)`` line
     per distinct reason, in option order (README: "one line per distinct

@@ -906,6 +906,10 @@ def plan_error_notice(ctx: RecipeContext, values: dict[str, str]) -> tuple[str, 
     return _plan_error(ctx, working_values(ctx, values)[0])
 
 
+FORM_FREE = "pip"
+"""The output form ``_plan_error`` composes every selection with (its errors are the same in every form)."""
+
+
 def _plan_error(ctx: RecipeContext, values: dict[str, str]) -> tuple[str, str] | None:
     """``(code, message)`` of the first error notice of the plan ``values``
     (query parameters) compose to, or None: the resolver's errors, then the
@@ -915,25 +919,34 @@ def _plan_error(ctx: RecipeContext, values: dict[str, str]) -> tuple[str, str] |
     follower of each group (``build_commands(lite=True)``) and checks the
     command rules only: the plan rules (a DP group's ranks) are the composer's
     own topology, which tests/test_launch_property.py checks on every composed
-    plan."""
+    plan. The output form (``install``) is not part of the key: it changes no
+    argv, env, capacity or launch rule (the forms wrap the same commands;
+    ``composer.launch.Target.install`` is read by no rule), so the page's
+    "Run with" options cost no plan (tests/test_offered.py checks the errors
+    of every form against its own composition)."""
     from composer.canonical import resolved_with_notices
 
     sel, items = resolved_with_notices(ctx, values)
     err = next(((n.code, n.message) for n in items if n.level == "error"), None)
     if err is not None:
         return err
+    sel = replace(sel, form=FORM_FREE)
+    return ctx.cache("plan-error").get(sel, lambda: lite_plan_error(ctx, sel))  # many queries resolve to one selection
 
-    def make() -> tuple[str, str] | None:
-        notices = Notices()
-        try:
-            commands, caps = build_commands(ctx, sel, notices, lite=True)
-        except ArgvError as e:
-            return ("argv", str(e))
-        capacity_errors(caps, notices)
-        launch_notices(ctx, sel, commands, caps, notices, plan_rules=False)
-        return next(((n.code, n.message) for n in notices.items() if n.level == "error"), None)
 
-    return ctx.cache("plan-error").get(sel, make)  # many queries resolve to one selection
+def lite_plan_error(ctx: RecipeContext, sel: Selection) -> tuple[str, str] | None:
+    """``(code, message)`` of the first capacity or launch error of ``sel``'s
+    commands, composed lean (``build_commands(lite=True)``: the head and first
+    follower of each group), or None; ``("argv", why)`` when they cannot be
+    composed. Uncached: ``_plan_error`` keeps its answers."""
+    notices = Notices()
+    try:
+        commands, caps = build_commands(ctx, sel, notices, lite=True)
+    except ArgvError as e:
+        return ("argv", str(e))
+    capacity_errors(caps, notices)
+    launch_notices(ctx, sel, commands, caps, notices, plan_rules=False)
+    return next(((n.code, n.message) for n in notices.items() if n.level == "error"), None)
 
 
 def build_plan(ctx: RecipeContext, query, every_form: bool = True) -> dict:
@@ -949,6 +962,17 @@ def build_plan(ctx: RecipeContext, query, every_form: bool = True) -> dict:
     ``ArgvError`` (caught by validation at build time).
     """
     return to_json(plan_and_selection(ctx, query, every_form=every_form)[0])
+
+
+def page_selection(ctx: RecipeContext, query) -> tuple[Selection, Request]:
+    """``(Selection, canonical Request)`` of the page for ``query`` (string,
+    mapping or None), as ``plan_and_selection`` gives them, without composing
+    the plan: what one control group needs (``composer.controls.group_options``;
+    the build's public API asks each hardware's strategies)."""
+    values, fallback = working_values(ctx, parse_query(query).values)
+    sel = resolved_selection(ctx, values)
+    canon = canonical_request(ctx, sel)
+    return sel, (canon.with_values(strategy=None, nodes=None) if fallback is not None else canon)
 
 
 def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> tuple[Plan, Selection, Request]:

@@ -136,3 +136,41 @@ def test_no_enabled_option_of_a_corpus_default_page_leads_to_an_error(catalog):
                     if plan["status"] != "ok" and new:
                         bad.append((rid, dim, o["id"], sorted(new)))
     assert not bad, bad[:10]
+
+
+def _form_queries():
+    """Our recipes' shapes (``plan_space.shape_queries``) and a corpus sample's
+    default page with every strategy."""
+    from tests.plan_space import our_plans, shape_queries
+
+    for _rid, ctx in our_plans():
+        yield from ((ctx, q) for q in shape_queries(ctx))
+    catalog = load_catalog(CORPUS)
+    for rid in sample(recipe_paths(CORPUS), "form-free", share=6):
+        ctx = make_context(rid, load_recipe(CORPUS, rid), catalog)
+        yield from ((ctx, f"strategy={s}") for s in ctx.strategies)
+
+
+def test_a_plans_error_is_the_same_in_every_output_form():
+    """The controls ask one lean plan per selection whatever its output form
+    (``composer.plan._plan_error`` keys it without ``install``): each form's
+    own lean composition must give that same error, or none alike."""
+    from composer.canonical import resolved_with_notices
+    from composer.forms import FORMS
+    from composer.plan import lite_plan_error, plan_error_notice, working_values
+    from composer.query import parse_query
+
+    checked, errors = 0, 0
+    for ctx, query in _form_queries():
+        values = dict(parse_query(query).values)
+        for form in FORMS:
+            asked = {**values, "install": form}
+            got = plan_error_notice(ctx, asked)
+            sel, notices = resolved_with_notices(ctx, working_values(ctx, asked)[0])
+            if any(n.level == "error" for n in notices):
+                continue
+            assert sel.form == form
+            assert got == lite_plan_error(ctx, sel), (ctx.recipe_id, query, form)
+            checked += 1
+            errors += got is not None
+    assert checked > 200 and errors > 0  # errors of several kinds are among them

@@ -120,14 +120,14 @@ def _extras(ctx: RecipeContext, plan: dict, dump_strategy, dump_hw) -> dict:
     return {"strategy_spec": dump_strategy(sel["strategy"]), "hardware_profile": dump_hw(sel["hardware"])}
 
 
-def recipe_files(ctx: RecipeContext, recipe_data: dict, compose: Compose, page_options: Callable[[RecipeContext, dict], dict],
+def recipe_files(ctx: RecipeContext, recipe_data: dict, compose: Compose, strategy_options: Callable[[RecipeContext, dict], list],
                  dump_strategy: Callable[[str], dict], dump_hw: Callable[[str], dict],
                  variant_key: str | None = None) -> Iterator[tuple[str, dict]]:
     """``(path without the leading /, JSON data)`` of every file of one recipe.
 
     ``recipe_data`` is the validated recipe as JSON data; ``compose(ctx,
-    query)`` gives a plan (``composer.api.compose``) and ``page_options(ctx,
-    query)`` the page's controls (``compose_page(…)["options"]``);
+    query)`` gives a plan (``composer.api.compose``) and ``strategy_options(ctx,
+    query)`` the page's strategy options (``composer.controls.group_options``);
     ``dump_strategy`` / ``dump_hw`` give a strategy's or a hardware profile's
     JSON data.
 
@@ -157,8 +157,7 @@ def recipe_files(ctx: RecipeContext, recipe_data: dict, compose: Compose, page_o
             continue
         alternatives: dict[str, str] = {}
         legacy: dict[str, str] = {}
-        options = page_options(ctx, {"hardware": hw}) if variant_key is None else {}
-        for opt in options.get("strategy", ()):
+        for opt in strategy_options(ctx, {"hardware": hw}) if variant_key is None else ():
             sid = opt["id"]
             if opt["disabled"] or sid == plan["selection"]["strategy"]:
                 continue
