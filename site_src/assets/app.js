@@ -620,6 +620,9 @@
       wasmURL: abs(app.dataset.wasm), wasmPatchURL: abs(app.dataset.wasmPatch),
       pyodideVersion: app.dataset.pyodideVersion, files: runtimeFiles(),
       pythonURL: abs(app.dataset.python), recipeURL: abs(app.dataset.bundle), catalogURL: abs(app.dataset.catalog),
+      // The worker composes the plans of the options a next click can send while the page is idle,
+      // unless a script of this page set window.composerLookahead = false (the browser tests do).
+      lookahead: window.composerLookahead !== false,
     });
   }
 

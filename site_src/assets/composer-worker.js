@@ -37,8 +37,13 @@ function remember(query, plan) {
 // controls: a plan composed ahead cannot be interrupted, so clicks fired back
 // to back would otherwise wait for one (up to a plan's time) before their own.
 const AHEAD_IDLE_MS = 150;
+// Off when the page asks (init's `lookahead: false`: the page's
+// `window.composerLookahead = false`, which the browser tests set so that
+// their workers do not compose ~35 plans nobody clicks after every view).
+let lookahead = true;
 
 async function composeAhead(id, queries) {
+  if (!lookahead) return;
   await new Promise((resolve) => setTimeout(resolve, AHEAD_IDLE_MS));
   for (const q of queries) {
     await new Promise((resolve) => setTimeout(resolve, 0));  // a click always goes first
@@ -236,6 +241,7 @@ self.onmessage = async (ev) => {
   const msg = ev.data;
   if (msg.type === "import" || msg.type === "compare") return tool(msg);
   if (msg.type === "init") {
+    lookahead = msg.lookahead !== false;
     ready = boot(msg).catch((err) => {
       // An altered file is never worked around (no cold boot instead): the page shows the error.
       const stage = err instanceof IntegrityError ? "integrity" : err.stage || "runtime";
@@ -246,6 +252,7 @@ self.onmessage = async (ev) => {
   }
   if (msg.type === "prime") {  // the page shows this query already (pre-rendered): only look ahead
     latest = msg.id;
+    if (!lookahead) return;
     try { await ready; } catch (err) { return; }
     if (msg.id !== latest) return;
     try {

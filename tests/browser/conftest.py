@@ -33,6 +33,19 @@ def browser_type_launch_args(browser_type_launch_args):
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
 
 
+@pytest.fixture
+def context(context, request):
+    """pytest-playwright's per-test context, with the worker's look-ahead off
+    (``window.composerLookahead = false``, read by app.js): after every view
+    it composes the plan of each enabled option (~35 for Kimi K3, ~1.2 s of a
+    core in Chromium), which tests that do not click those options only pay
+    for. Tests marked ``lookahead`` keep it: they click through the options
+    the look-ahead composed (tests/browser/test_page.py)."""
+    if request.node.get_closest_marker("lookahead") is None:
+        context.add_init_script("window.composerLookahead = false;")
+    return context
+
+
 @pytest.fixture(scope="session")
 def site_dir() -> Path:
     """The site built from ``recipes/``, once per run for every worker

@@ -10,9 +10,11 @@ equals the CLI's for the same query.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
-from tests.browser.conftest import wait_ready
+from tests.browser.conftest import serve_dir, wait_ready
 from tests.browser.test_page import K3, cli_plan, click, page_state, settle
 
 pytestmark = pytest.mark.browser
@@ -119,19 +121,43 @@ def test_click_while_loading_is_applied_on_the_links_state(page, server):
 @pytest.mark.parametrize("damage, says", [("missing", "without the fast start"), ("one byte flipped", "SHA-256"),
                                           ("module without data missing", "without the fast start"),
                                           ("data patch byte flipped", "SHA-256")])
-def test_fallback_cold_boot_when_the_snapshot_cannot_be_used(page, server, site_dir, damage, says):
+def test_fallback_cold_boot_when_the_snapshot_cannot_be_used(page, server, site_dir, tmp_path, damage, says):
     """The snapshot, the module without data segments and the patch that
     rebuilds them (build.snapshot_wasm) are the snapshot path's own files: any
     of them missing or altered falls back to the cold boot from Pyodide's files."""
     glob = {"missing": "snapshot-*.bin", "one byte flipped": "snapshot-*.bin",
             "module without data missing": "wasm-nodata-*.wasm", "data patch byte flipped": "wasm-data-*.bin"}[damage]
-    if damage.endswith("missing"):
-        page.route(f"**/runtime/{glob}", lambda route: route.fulfill(status=404, body="gone"))
-    else:  # the right size, the wrong bytes: would compose wrong commands if used
-        data = bytearray(next((site_dir / "runtime").glob(glob)).read_bytes())
-        data[len(data) // 2] ^= 0xFF
-        page.route(f"**/runtime/{glob}", lambda route: route.fulfill(status=200, body=bytes(data)))
-    page.goto(f"{server}{K3}?hardware=h200&strategy=multi_node_tep")
+    with contextlib.ExitStack() as stack:
+        if damage.endswith("missing"):
+            page.route(f"**/runtime/{glob}", lambda route: route.fulfill(status=404, body="gone"))
+        else:  # the right size, the wrong bytes: would compose wrong commands if used
+            # Served from a copy of the site with that one file altered: Playwright's route.fulfill
+            # passes a body through its protocol as base64 (~15 s for the 37 MB snapshot).
+            server = stack.enter_context(serve_dir(_site_with_a_flipped_byte(site_dir, glob, tmp_path)))
+        page.goto(f"{server}{K3}?hardware=h200&strategy=multi_node_tep")
+        _cold_boot_matches_the_cli(page, says)
+
+
+def _site_with_a_flipped_byte(site_dir, glob: str, tmp_path):
+    """A site equal to ``site_dir`` (symbolic links) but for its runtime file
+    matching ``glob``, whose middle byte is flipped."""
+    out = tmp_path / "site"
+    out.mkdir()
+    for entry in site_dir.iterdir():
+        if entry.name != "runtime":
+            (out / entry.name).symlink_to(entry)
+    (out / "runtime").mkdir()
+    for entry in (site_dir / "runtime").iterdir():
+        if entry.match(glob):
+            data = bytearray(entry.read_bytes())
+            data[len(data) // 2] ^= 0xFF
+            (out / "runtime" / entry.name).write_bytes(bytes(data))
+        else:
+            (out / "runtime" / entry.name).symlink_to(entry)
+    return out
+
+
+def _cold_boot_matches_the_cli(page, says: str) -> None:
     wait_ready(page)
     settle(page)
     assert page.get_attribute("#app", "data-boot-mode") == "cold"

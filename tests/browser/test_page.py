@@ -11,7 +11,7 @@ import pytest
 
 from tests.browser.conftest import ROOT, wait_ready
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.lookahead]  # lookahead: it clicks through options composed ahead
 K3 = "/moonshotai/Kimi-K3/"
 
 
@@ -225,3 +225,35 @@ def test_pd_pools_kv_offload_and_explain(page, server):
     page.locator("#panel-0 details.explain summary").click()
     row = page.locator('#panel-0 tr[data-flag="--speculative-config"]')
     assert "features" in row.inner_text() and "spec_decoding" in row.inner_text()
+
+
+def _ahead_click(page, server) -> int:
+    """The worker's compose time of a click on H200 after the K3 page has
+    been idle long enough for a look-ahead to compose every option's plan."""
+    page.goto(server + K3)
+    wait_ready(page)
+    settle(page)
+    page.wait_for_timeout(6000)  # ~35 plans at 20–80 ms each in wasm, after 150 ms idle
+    page.evaluate("() => { delete document.getElementById('app').dataset.composeMs; }")
+    click(page, "hardware", "h200")
+    page.wait_for_function("() => document.getElementById('app').dataset.composeMs !== undefined")
+    settle(page)
+    return int(page.get_attribute("#app", "data-compose-ms"))
+
+
+def test_a_click_the_look_ahead_composed_is_answered_from_it(page, server):
+    assert _ahead_click(page, server) == 0  # a lookup: no plan composed on the click
+    assert_matches_cli(page)
+
+
+def test_without_the_look_ahead_a_click_composes_its_plan(browser, server):
+    """``window.composerLookahead = false`` (what tests/browser/conftest.py
+    sets for tests not marked ``lookahead``) stops the worker composing ahead."""
+    ctx = browser.new_context()
+    ctx.add_init_script("window.composerLookahead = false;")
+    page = ctx.new_page()
+    try:
+        assert _ahead_click(page, server) > 0
+        assert_matches_cli(page)
+    finally:
+        ctx.close()
