@@ -1031,7 +1031,7 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
         commands=tuple(commands) if status == "ok" else (), blocked_commands=tuple(commands) if status == "error" else (),
         notices=tuple(notices.items()), capacity=tuple(caps), **verification(ctx, sel),
         url=("?" + shown) if shown else "", query=shown, share_url="?" + pinned, checkpoint=checkpoint(ctx, sel),
-        kubernetes=_manifests(extra.get("kubernetes")), placeholders=_placeholders(commands, comps, client),
+        kubernetes=_manifests(extra.get("kubernetes")), placeholders=_placeholders(commands, comps, client, form),
         output=forms.output(sel.form, inp, extra.get(form.plan_key) if form.plan_key else None))
     return plan, sel, canon
 
@@ -1041,9 +1041,16 @@ def _manifests(value: object) -> Manifests | None:
     return value if isinstance(value, Manifests) else None
 
 
-def _placeholders(commands, comps, client):
+def _placeholders(commands, comps, client, form):
+    """The placeholders panel (``composer.placeholders``) of the shown texts,
+    each meaning followed by what the output ``form`` says of it
+    (``OutputForm.placeholder_note``)."""
     texts = [c.text for c in commands] + [c.command for c in comps] + [client.curl, client.bench]
-    return placeholders(texts)
+    out = []
+    for p in placeholders(texts):
+        note = form.placeholder_note(p.name)
+        out.append(replace(p, meaning=f"{p.meaning} {note}") if note else p)
+    return tuple(out)
 
 
 def checkpoint(ctx: RecipeContext, sel: Selection) -> Checkpoint:

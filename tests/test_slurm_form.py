@@ -286,3 +286,27 @@ def test_the_router_job_reads_the_host_names_the_other_jobs_write(k3, tmp_path, 
     out, nodes = run_job(scripts["router.sbatch"], ["r1"], {"SLURM_SUBMIT_DIR": str(tmp_path)}, tmp_path, fake_bin)
     assert out.returncode != 0 and not any(nodes) and not (tmp_path / "pwned").exists()
     assert "first submit" in out.stderr
+
+
+def test_the_placeholders_panel_says_which_hosts_the_jobs_set_themselves():
+    """A SLURM job sets its hosts' names from SLURM_JOB_NODELIST (and the
+    router job reads them from the pool jobs' host files): the panel still
+    lists them (the checks outside the jobs use them) but says so, for
+    exactly those names (fresh-user finding: it asked for every node's IP)."""
+    from composer.forms.slurm import placeholder_note
+
+    note = placeholder_note("HEAD_IP")
+    ctx = dict(our_plans())["moonshotai/Kimi-K3"]
+    checked = 0
+    for q in shape_queries(ctx):
+        plan = compose(ctx, parse_query(q).with_values(install="slurm").query(), every_form=False)
+        jobs = "\n".join(a["text"] for a in plan["output"]["artifacts"] if a["file_name"].endswith(".sbatch"))
+        set_by_jobs = set(re.findall(r'^export (\w+)="\$\{NODES\[\d+\]\}"$', jobs, re.M))
+        for names in re.findall(r"\$name =~ \^\(([\w|]+)\)\$", jobs):
+            set_by_jobs |= set(names.split("|"))
+        for p in plan["placeholders"]:
+            assert (note in p["meaning"]) == (p["name"] in set_by_jobs), (q, p["name"])
+            checked += p["name"] in set_by_jobs
+        pip = compose(ctx, parse_query(q).with_values(install="pip").query(), every_form=False)
+        assert not any(note in p["meaning"] for p in pip["placeholders"])
+    assert checked > 20

@@ -49,7 +49,9 @@ class OutputForm:
     ``files(inp)``: the form's own files beyond the per-command scripts, with
     a reason when it has none (``(artifacts, reason)``); ``plan_key``: the
     plan field its structured result fills (``kubernetes``), with ``detail``
-    building it."""
+    building it; ``placeholder_note(name)``: what the form adds to the
+    meaning of placeholder ``name`` in the placeholders panel (the SLURM jobs
+    set the hosts' names themselves), or None."""
 
     id: str
     label: str
@@ -60,6 +62,7 @@ class OutputForm:
     files: Callable[[FormInput, object], tuple[tuple[Artifact, ...], Optional[str]]] = lambda inp, detail: ((), None)
     plan_key: Optional[str] = None
     detail: Optional[Callable[[FormInput], object]] = None
+    placeholder_note: Callable[[str], Optional[str]] = lambda name: None
 
 
 def script_name(label: str) -> str:

@@ -240,10 +240,26 @@ def files(inp: FormInput, detail: object) -> tuple[tuple[Artifact, ...], Optiona
     return tuple(out), None
 
 
+_JOB_HOSTS = re.compile(r"HEAD_IP|NODE_\d+_IP|(?:PREFILL|DECODE)_NODE_\d+")
+"""The placeholders an sbatch job sets from its host list (``_host_names``,
+``_router_hosts``): whatever runs inside the jobs needs no value for them."""
+
+
+def placeholder_note(name: str) -> Optional[str]:
+    """For a host the jobs set themselves (``_JOB_HOSTS``): that the panel's
+    value only serves what runs outside the jobs, and how to find the host."""
+    if not _JOB_HOSTS.fullmatch(name):
+        return None
+    return ("The sbatch jobs set it themselves from the hosts SLURM gives them (SLURM_JOB_NODELIST): a value here "
+            "is only for what runs outside them, the checks below or a node's own script. The job's hosts, in node "
+            "order: scontrol show hostnames \"$(squeue -h -j <job id> -o %N)\".")
+
+
 FORM: OutputForm = OutputForm(
     id="slurm", label="SLURM",
     describe=lambda image: "Install vLLM on each node and submit the plan as sbatch jobs: srun starts every node's command.",
     needs_image=False, vllm_from="host",
     command_text=lambda cmd: cmd.pip_text,
     files=files,
+    placeholder_note=placeholder_note,
 )
