@@ -583,7 +583,7 @@ def _lb_router(endpoints: list[str]) -> Command:
     the head's ranks receive requests (the launch rule
     ``dp-ranks-receive-requests``, issue 18)."""
     return _router_command(["vllm-router", "--policy", "round_robin", "--worker-urls", *endpoints,
-                            "--host", "0.0.0.0", "--port", ROUTER_PORT], "uv pip install vllm-router")
+                            "--host", "0.0.0.0", "--port", ROUTER_PORT], run.ROUTER_INSTALL)
 
 
 def _router_command(argv: list[str], install: str) -> Command:
@@ -602,7 +602,7 @@ def _store_router(ctx: RecipeContext, sel: Selection, endpoints: list[str]) -> C
     cfg = dict(ctx.strategy(sel.kv_offload).router or {})
     argv = ["vllm-router", "--policy", str(cfg.get("policy", "cache_aware")), "--worker-urls", *endpoints,
             "--host", "0.0.0.0", "--port", str(cfg.get("port", ROUTER_PORT))]
-    return _router_command(argv, recipe_command(str(cfg.get("install") or "uv pip install vllm-router")))
+    return _router_command(argv, recipe_command(str(cfg.get("install") or run.ROUTER_INSTALL)))
 
 
 def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
@@ -650,7 +650,7 @@ def _router(ctx: RecipeContext, sel: Selection, endpoints: dict[str, list[str]])
     for url in endpoints["decode"]:
         argv += ["--decode", url]
     argv += ["--host", "0.0.0.0", "--port", str(router_cfg.get("port", ROUTER_PORT))]
-    return _router_command(argv, "uv pip install vllm-router")
+    return _router_command(argv, run.ROUTER_INSTALL)
 
 
 def summary_layout(ctx: RecipeContext, sel: Selection) -> str:

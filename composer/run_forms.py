@@ -107,6 +107,13 @@ VLLM_RELEASE = vllm_cli.VERSION
 """The newest vLLM release the project knows (the pinned ``vllm_cli.json``)."""
 OMNI_RELEASE = vllm_cli.OMNI["source"].get("version") or VLLM_RELEASE
 """The newest vLLM-Omni release the project knows (``vllm_cli.json`` ``omni.source``)."""
+ROUTER_RELEASE = "0.1.17"
+"""The vllm-router release the routers' Install lines pin (PyPI ``vllm-router``:
+0.1.17 of 2026-11-04, the first after vLLM 0.33.0 of 2026-11-02; vLLM 0.33.0's
+docs/features/moriio_connector_usage.md installs it unpinned). A pinned line
+installs today what it installed when the plan was checked."""
+ROUTER_INSTALL = f"uv pip install vllm-router=={ROUTER_RELEASE}"
+"""The Install line of every router tab whose recipe names none of its own."""
 
 
 _PHASES = (("preview", 3), ("alpha", 1), ("beta", 2), ("post", 5), ("dev", 0), ("pre", 3), ("rev", 5), ("rc", 3),

@@ -169,7 +169,7 @@ def test_lmcache_brings_its_server_and_install(plan):
     p = plan("kv_offload=lmcache")
     (comp,) = p["companions"]
     assert shlex.split(comp["command"].replace("\\\n", " "))[:4] == ["lmcache", "server", "--port", "5555"]
-    assert "uv pip install lmcache" in p["install"]["extras"]
+    assert "uv pip install lmcache==0.5.6" in p["install"]["extras"]  # as vLLM 0.33.0 pins it (requirements/kv_connectors_cu12.txt)
     cfg = json.loads(flag(p["commands"][0]["argv"], "--kv-transfer-config"))
     assert cfg["kv_connector_extra_config"]["lmcache.mp.port"] == 5555
 
@@ -397,3 +397,25 @@ def test_a_capacity_hint_names_only_a_strategy_that_serves(plan, k3):
     assert seen >= 2
     # the fewest nodes that serve: TP + PP holds K3 on 3 × H100, Multi-node TP needs 6
     assert "Multi-node TP + PP on 3 nodes holds them" in plan("hardware=h100&strategy=single_node_tp")["notices"][0]["message"]
+
+
+K3, QWEN = "moonshotai/Kimi-K3", "Qwen/Qwen3-235B-A22B-Instruct-2507"
+
+
+@pytest.mark.parametrize("rid,query", [(K3, "hardware=gb200&strategy=pd_cluster"),
+                                       (K3, "hardware=h200&strategy=multi_node_dep&nodes=2"),
+                                       (QWEN, "kv_offload=kv_store_distributed_mooncake&instances=2")])
+def test_every_router_installs_the_pinned_release(rid, query):
+    """P/D, hybrid-LB DP and a KV store's instances: the Router tab installs
+    vllm-router at ``ROUTER_RELEASE`` (our kv_store recipe names the same line),
+    never an unpinned "latest"."""
+    from composer.api import compose
+    from composer.run_forms import ROUTER_INSTALL, ROUTER_RELEASE
+    from tests.plan_space import our_plans
+
+    p = compose(dict(our_plans())[rid], query, every_form=False)
+    routers = [c for c in p["commands"] if c["role"] == "router"]
+    assert routers, query
+    for r in routers:
+        assert r["install"] == ROUTER_INSTALL == f"uv pip install vllm-router=={ROUTER_RELEASE}"
+        assert ROUTER_INSTALL in r["text"]
