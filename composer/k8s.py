@@ -394,19 +394,37 @@ def _pod_spec(form: _Form, containers: list[dict], volumes: list[dict], notes: d
     return spec
 
 
+DEVICE_LISTS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+"""The env vars that pick a node's GPUs by index (CUDA; ROCm's two): in a pod
+the device plugin's GPUs are numbered from 0, so a list of indices becomes the
+pod's own GPUs from 0, as many as the list names and the pod requests (an
+adversarial finding: ``4,5,6,7`` from a recipe's ``base_env`` left a 4-GPU
+pod with no usable device)."""
+
+
 def _env_list(form: _Form, cmd_env: dict[str, str], sub: _Sub, with_pod_ip: bool, fixed: dict[str, str],
-              ) -> tuple[list[dict], dict[int, list[str]]]:
+              gpus: int = 0) -> tuple[list[dict], dict[int, list[str]]]:
     """The container env: the pod's IP (downward API) when referenced, the
-    plan's env in order (placeholders replaced), the HF token from a Secret;
+    plan's env in order (placeholders replaced; a ``DEVICE_LISTS`` index list
+    renumbered for the ``gpus`` the pod requests), the HF token from a Secret;
     env vars that are parameters come first so later values can refer to them.
     A name the pod provides (``composer.positions.POD_NAMES``) is defined by
     what provides it, never as a ``PARAMETER`` with an empty value."""
     env: list[dict] = []
     notes: dict[int, list[str]] = {}
     body: list[dict] = []
+    body_notes: dict[str, list[str]] = {}
     for k, v in cmd_env.items():
         if k in fixed:
             body.append({"name": k, "value": fixed[k]})
+        elif k in DEVICE_LISTS and re.fullmatch(r"\d+(?:,\d+)*", v.replace(" ", "")):
+            # The device plugin gives the container its GPUs numbered from 0 (nvidia.com/gpu, amd.com/gpu):
+            # a whole node's indices ("4,5,6,7") name devices the pod does not have; the same count does.
+            listed = len(v.replace(" ", "").split(","))
+            count = min(listed, gpus) if gpus else listed  # the command uses the first ones it lists
+            body.append({"name": k, "value": ",".join(str(i) for i in range(count))})
+            body_notes[k] = [f"The command's {k}={v} numbers a whole node's GPUs; the pod sees the {count} it "
+                             f"requests as {'0' if count == 1 else f'0–{count - 1}'}."]
         elif v == f"${k}":  # the recipe leaves this variable to the person running it (or the pod: $HF_TOKEN)
             if k not in sub.unknown:
                 sub.unknown.append(k)
@@ -427,7 +445,10 @@ def _env_list(form: _Form, cmd_env: dict[str, str], sub: _Sub, with_pod_ip: bool
         env.append({"name": name, "value": form.params.get(name, "")})
     if token_early or cmd_env.get("HF_TOKEN") == "$HF_TOKEN":
         env.append(dict(_HF_TOKEN))
-    env += body
+    for item in body:
+        if item["name"] in body_notes:
+            notes[len(env)] = body_notes[item["name"]]
+        env.append(item)
     if "HF_TOKEN" not in cmd_env and not token_early:
         notes[len(env)] = [f"{PARAM} hf-token: the Hugging Face token for gated models: "
                            "kubectl create secret generic hf-token --from-literal=token=hf_... (optional for public models)."]
@@ -586,7 +607,7 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
         notes: dict = {}
         sub = _Sub(table, form, list(unknown), lws)
         own = _own_address(cmd)
-        env, env_notes = _env_list(form, dict(cmd.env), sub, bool(own), {**fixed_env, **own})
+        env, env_notes = _env_list(form, dict(cmd.env), sub, bool(own), {**fixed_env, **own}, _gpu_count(lay))
         container = _vllm_container(form, "vllm", image, cmd, args, env, env_notes, _gpu_count(lay), brand,
                                     installs, times, _mounts(extra_mounts), notes, ("spec", "containers", 0), multi_node)
         containers = [container] + sidecar_containers(notes, ("spec", "containers"), 1, lws)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import re
 import stat
 import subprocess
 from pathlib import Path
@@ -27,6 +28,7 @@ import pytest
 import yaml
 
 from composer.api import compose, compose_page, make_context
+from composer.k8s import DEVICE_LISTS
 from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 from composer.shell import PLACEHOLDER_RE
 from composer.yaml_text import dump
@@ -262,6 +264,10 @@ def check_manifests(plan: dict) -> None:
 
         assert executed_argv(vllm, env) == [want(t) for t in cmd["argv"]], (pool, g, i)
         for k, v in cmd["env"].items():
+            if k in DEVICE_LISTS and re.fullmatch(r"\d+(?:,\d+)*", v.replace(" ", "")):
+                limits = vllm["resources"]["limits"]
+                gpus = int(next(v for r, v in limits.items() if r.endswith("/gpu")))
+                v = ",".join(str(n) for n in range(min(gpus, len(v.split(",")))))  # the pod's GPUs, from 0
             assert env[k] == want(v, own=(k == "VLLM_NIXL_SIDE_CHANNEL_HOST")), k
         assert env["HF_TOKEN"] == "<secret>" or "HF_TOKEN" in cmd["env"]
         serves = "--headless" not in cmd["argv"]
@@ -515,6 +521,31 @@ def test_a_recipe_value_for_a_parameter_is_used_once_and_early():
             assert names.count("IFACE_NAME") <= 1
             if "IFACE_NAME" in names:
                 assert next(e for e in c["env"] if e["name"] == "IFACE_NAME")["value"] == "ens5"
+
+
+@pytest.mark.parametrize("var", ["CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"])
+def test_a_recipes_gpu_indices_are_renumbered_for_the_pods_own_gpus(var):
+    """Found by the adversarial pass: Llama's ``base_env`` naming a node's GPUs
+    4–7 went into a pod that requests 4 GPUs, which the device plugin numbers
+    0–3: vLLM would find none of 4–7. The pod gets the same count from 0, said
+    in a comment; the shell forms keep the recipe's value (the whole node)."""
+    recipes = ROOT / "recipes"
+    rid = "meta-llama/Llama-3.3-70B-Instruct"
+    data = yaml.safe_load((recipes / "models" / f"{rid}.yaml").read_text())
+    data["model"].setdefault("base_env", {})[var] = "4,5,6,7"
+    ctx = make_context(rid, data, load_catalog(recipes))
+    plan = compose(ctx, "hardware=mi300x" if var.startswith("HIP") else "hardware=h100")
+    assert plan["commands"][0]["env"][var] == "4,5,6,7"
+    text = plan["kubernetes"]["yaml"]
+    assert text, plan["kubernetes"]["reason"]
+    check_manifests(plan)
+    containers = [c for doc in yaml.safe_load_all(text) for t in pod_templates(doc) for c in t["spec"]["containers"]
+                  if c.get("env")]
+    values = [e["value"] for c in containers for e in c["env"] if e["name"] == var]
+    gpus = [int(next(v for r, v in c["resources"]["limits"].items() if r.endswith("/gpu"))) for c in containers
+            if var in [e["name"] for e in c["env"]]]
+    assert values and all(v == ",".join(map(str, range(min(n, 4)))) for v, n in zip(values, gpus)), (values, gpus)
+    assert f"{var}=4,5,6,7 numbers a whole node's GPUs" in text
 
 
 def pinned(image: str) -> str:
