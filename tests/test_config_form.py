@@ -13,6 +13,7 @@ are compared as JSON.
 from __future__ import annotations
 
 import ast
+import re
 import json
 import logging
 import shlex
@@ -158,6 +159,32 @@ def test_cli_format_config_prints_every_file_and_script(k3, capsys):
     out = capsys.readouterr().out
     assert "# ==> head-node-0.yaml <==" in out and "# ==> node-1.yaml <==" in out
     assert "vllm serve --config head-node-0.yaml --master-addr $HEAD_IP" in out
+
+
+@pytest.mark.parametrize("form", ["pip", "docker", "config", "slurm", "k8s"])
+@pytest.mark.parametrize("rid,query", [("moonshotai/Kimi-K3", "hardware=b300&kv_offload=lmcache"),
+                                       ("Qwen/Qwen3-235B-A22B-Instruct-2507", "kv_offload=kv_store_distributed_mooncake")])
+def test_cli_format_with_companions_prints_vllm_and_them(rid, query, form, capsys):
+    """A fresh user's finding: with a companion process (LMCache's server, the
+    Mooncake master) --format pip/docker/config printed only the companion's
+    script, no vllm serve. Every form prints what starts vLLM and, unless its
+    own files run them (Kubernetes' side containers), each companion's script."""
+    from composer.buildtime.cli import main
+
+    plan = compose(dict(our_plans())[rid], f"{query}&install={form}", every_form=False)
+    comps = [a["file_name"] for a in plan["output"]["artifacts"] if a["companion"] is not None]
+    assert comps, "the plan has companions"
+    assert main([rid, "--query", query, "--format", form]) == 0
+    out = capsys.readouterr().out
+    headers = re.findall(r"^# ==> (.+) <==$", out, re.M)
+    model = plan["commands"][0]["argv"][2]
+    if form == "k8s":
+        assert not headers and model in out and "kind: Service" in out  # pure YAML: kubectl apply -f -
+    else:
+        assert headers[:len(comps)] == comps  # companions start first
+        vllm = [a for a in plan["output"]["artifacts"] if a["companion"] is None]
+        assert headers[len(comps):] and all(h in [a["file_name"] for a in vllm] for h in headers[len(comps):])
+        assert model in out.split(f"# ==> {headers[len(comps)]} <==")[1]  # what starts vLLM follows
 
 
 def test_cli_out_writes_the_files_the_page_downloads(k3, tmp_path, capsys):

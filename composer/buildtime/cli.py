@@ -117,14 +117,16 @@ def _drop_previous(out_dir: Path, names: set[str]) -> None:
 def print_form(ctx, query: str, form_id: str, out_dir: Path | None = None) -> int:
     """``--format FORM``: the plan of ``query`` in output form ``form_id``
     (``composer.forms``): the form's own files (the Kubernetes manifests), or,
-    for a form without any, every command's script, each after a
+    for a form without any, every command's script — with the scripts of the
+    plan's companion processes first unless the form's files run them
+    (``OutputForm.runs_companions``) — each after a
     ``# ==> name <==`` line when there are several. With ``out_dir`` the
     files are written there instead (created if missing; a file of the same
     name is replaced, a symbolic link refused; scripts executable), as the
     page's Download saves them, and their paths are listed; files an earlier
     ``--out`` wrote there for another plan are removed (``_drop_previous``). Exit 2 with the reason on stderr when the form
     cannot show this plan (or a file cannot be written), else as for the plan."""
-    from composer.forms import form_block_reason
+    from composer.forms import FORMS, form_block_reason
     from composer.query import parse_query
 
     req = parse_query(query)
@@ -133,8 +135,12 @@ def print_form(ctx, query: str, form_id: str, out_dir: Path | None = None) -> in
     why = form_block_reason(ctx, form_id, sel["hardware"], sel["variant"],
                             "" if sel["kv_offload"] == "off" else sel["kv_offload"])
     out = plan["output"]
-    files = [a for a in out["artifacts"] if a["command"] is None] or (
-        [] if out["reason"] else [a for a in out["artifacts"] if a["command"] is not None])
+    own = [a for a in out["artifacts"] if a["command"] is None and a["companion"] is None]
+    companions = [] if FORMS[form_id].runs_companions else [a for a in out["artifacts"] if a["companion"] is not None]
+    # The form's own files, else every command's script; with the companions' scripts first (they start
+    # first; a fresh user's finding: a plan with LMCache printed only lmcache-server.sh, no vllm serve).
+    files = companions + own if own else ([] if out["reason"] else
+                                          companions + [a for a in out["artifacts"] if a["command"] is not None])
     if why or not files:
         print(f"error: {why or out['reason'] or 'the plan has no commands'}", file=sys.stderr)
         return 2

@@ -51,7 +51,9 @@ class OutputForm:
     plan field its structured result fills (``kubernetes``), with ``detail``
     building it; ``placeholder_note(name)``: what the form adds to the
     meaning of placeholder ``name`` in the placeholders panel (the SLURM jobs
-    set the hosts' names themselves), or None."""
+    set the hosts' names themselves), or None; ``runs_companions``: its own
+    files start the companion processes too (the Kubernetes manifests' side
+    containers), so a file list needs no companion scripts beside them."""
 
     id: str
     label: str
@@ -63,6 +65,7 @@ class OutputForm:
     plan_key: Optional[str] = None
     detail: Optional[Callable[[FormInput], object]] = None
     placeholder_note: Callable[[str], Optional[str]] = lambda name: None
+    runs_companions: bool = False
 
 
 def script_name(label: str) -> str:

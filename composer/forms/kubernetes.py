@@ -77,5 +77,5 @@ FORM: OutputForm = OutputForm(
                             "LeaderWorkerSet across nodes, a DisaggregatedSet for P/D.") if image else "",
     needs_image=True, vllm_from="image",
     command_text=lambda cmd: cmd.pip_text,
-    files=files, plan_key="kubernetes", detail=manifests,
+    files=files, plan_key="kubernetes", detail=manifests, runs_companions=True,
 )
