@@ -234,6 +234,13 @@ RULES: tuple[Rule, ...] = (
          "Unquantized MoE backend '{backend}' does not support the deployment configuration since the current "
          "device is not supported.",
          static="the kernel package must also be installed (FlashInfer, DeepGEMM, AITER); we check the GPU only"),
+    Rule("attention-backend-device", "error", "command",
+         "vllm/platforms/cuda.py:430-446 (a selected backend is validated, never replaced); vllm/v1/attention/"
+         "backend.py:328-329; supports_compute_capability of backends/mla/flashinfer_mla.py:220-221, cutlass_mla.py:"
+         "65-66, flashmla.py:73-74, flashattn_mla.py:69-70, flashmla_sparse.py:203-204, flashinfer_mla_sparse.py:"
+         "105-106 and 192-193, flashinfer_mla_sparse_sm90.py:189-190, flashattn_mla_sparse.py:82-83, tokenspeed_mla.py:125-126",
+         "Selected backend {backend} is not valid for this configuration. Reason: ['compute capability not supported']",
+         static="the other reasons vLLM validates (head size, dtype, KV-cache dtype, block size) are not checked"),
     # ── Plan-level: a set of commands ──
     Rule("dp-group-same-config", "error", "plan", "vllm/v1/engine/utils.py:1565-1580; vllm/config/parallel.py:906-960",
          "Configuration mismatch detected for engine {rank}. All DP workers must have identical configurations for "
@@ -286,6 +293,7 @@ _FLAGS = {
     "kv-cache-holds-one-sequence": ("max-model-len", "kv-cache-dtype", "gpu-memory-utilization", _TP, "pipeline-parallel-size"),
     "chat-template-exists": ("chat-template",), "auto-tool-choice-needs-parser": ("enable-auto-tool-choice", "tool-call-parser"),
     "log-outputs-needs-log-requests": ("enable-log-outputs", "enable-log-requests"), "moe-backend-device": ("moe-backend",),
+    "attention-backend-device": ("attention-backend",),
     "dp-group-same-config": (_TP, "pipeline-parallel-size", _DP, "enable-expert-parallel"),
     "dp-ranks-complete": ("data-parallel-start-rank", "data-parallel-size-local", _DP),
     "dp-remote-headless": ("headless", "data-parallel-start-rank", "data-parallel-size-local", "data-parallel-hybrid-lb"),
@@ -1161,8 +1169,35 @@ def _check_kernels(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:
                  "drop --moe-backend (vLLM then picks a kernel the GPU runs) or name one this GPU supports")
 
 
+ATTENTION_BACKEND_MAJORS: Mapping[str, tuple[int, ...]] = {
+    "FLASHINFER_MLA": (10,), "CUTLASS_MLA": (10,), "TOKENSPEED_MLA": (10,), "FLASHINFER_MLA_SPARSE": (10,),
+    "FLASHMLA": (9, 10), "FLASHMLA_SPARSE": (9, 10),
+    "FLASH_ATTN_MLA": (9,), "FLASH_ATTN_MLA_SPARSE": (9,), "FLASHINFER_MLA_SPARSE_SM90": (9,),
+    "FLASHINFER_MLA_SPARSE_SM120": (12,),
+}
+"""The CUDA compute-capability majors each ``--attention-backend`` with a
+major-version gate runs on in vLLM 0.33.0 (its ``supports_compute_capability``:
+FlashInfer MLA, CUTLASS MLA, TokenSpeed MLA: 10.x, Blackwell datacenter; FlashMLA: 9.x and
+10.x; FlashAttention MLA: 9.x, Hopper). A backend the command selects is validated
+and vLLM raises when it does not support the GPU; backends without such a
+gate (TRITON_MLA, FLASH_ATTN from 8.0, FLASHINFER) are not listed."""
+
+
+def _check_attention_backend(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:
+    backend = (s.str("attention-backend") or "").upper()
+    majors = ATTENTION_BACKEND_MAJORS.get(backend)
+    if majors is None or t.platform != "cuda" or t.capability is None or t.capability[0] in majors:
+        return
+    yield _v("attention-backend-device",
+             f"Selected backend AttentionBackendEnum.{backend} is not valid for this configuration. Reason: "
+             f"['compute capability not supported'] ({t.device or 'this GPU'}: compute capability "
+             f"{t.capability[0]}.{t.capability[1]}; {backend} runs on {' and '.join(f'{m}.x' for m in majors)}).",
+             "drop --attention-backend on this GPU (vLLM then picks a backend it supports) or name one it runs")
+
+
 COMMAND_CHECKS = (_check_model_parallel, _check_max_model_len, _check_cache, _check_scheduler, _check_speculative,
                   _check_data_parallel, _check_devices, _check_kv_transfer, _check_kv_fit, _check_frontend,
+                  _check_attention_backend,
                   _check_kernels)
 
 

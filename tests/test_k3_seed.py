@@ -549,7 +549,10 @@ def test_reasoning_uses_the_kimi_k3_reasoning_parser(plan):
 def test_spec_decoding_loads_dspark_with_7_tokens_and_the_brand_backend(plan, hw):
     # "Loads Inferact/Kimi-K3-DSpark ... proposes up to 7 candidate tokens ... NVIDIA
     # uses the FLASHINFER_MLA backend; AMD uses TRITON_MLA ... on NVIDIA,
-    # max-num-seqs is also capped at 32"
+    # max-num-seqs is also capped at 32". Deliberately not on Hopper: vLLM 0.33.0's
+    # FlashInfer MLA runs on compute capability 10.x only and a selected backend that
+    # does not is refused at start (launch rule attention-backend-device), so H100/H200
+    # leave the backend to vLLM (a fresh user's finding).
     p = plan(f"hardware={hw}&features=spec_decoding")
     assert p["selection"]["features"] == ["spec_decoding"]
     for c in cmds(p):
@@ -558,7 +561,7 @@ def test_spec_decoding_loads_dspark_with_7_tokens_and_the_brand_backend(plan, hw
         assert cfg["model"] == SPEC_MODEL
         assert cfg["num_speculative_tokens"] == 7
         backend = flag_value(a, "--attention-backend")
-        assert backend == ("TRITON_MLA" if hw in AMD else "FLASHINFER_MLA")
+        assert backend == ("TRITON_MLA" if hw in AMD else None if hw in HOPPER else "FLASHINFER_MLA")
         assert flag_value(a, "--max-num-seqs") == ("128" if hw in AMD else "32")
 
 
@@ -586,7 +589,8 @@ def test_turning_a_feature_off_removes_its_flags(plan, hw, feature):
     assert off["selection"]["features"] == rest
     for c in cmds(all_on):
         for flag in FEATURE_FLAGS[feature]:
-            assert has_flag(c["argv"], flag), (feature, flag)
+            if not (hw in HOPPER and flag == "--attention-backend"):  # vLLM's own choice there (see above)
+                assert has_flag(c["argv"], flag), (feature, flag)
     for c in cmds(off):
         for flag in FEATURE_FLAGS[feature]:
             assert not has_flag(c["argv"], flag), (feature, flag)

@@ -178,6 +178,9 @@ CASES = [
     ("moe-backend-device", serve("--moe-backend", "flashinfer_trtllm"), serve("--moe-backend", "flashinfer_cutlass"),
      "MoE backend 'flashinfer_trtllm' does not support the deployment configuration since the current device is not "
      "supported", MLA, GB10, {}),
+    ("attention-backend-device", serve("--attention-backend", "FLASHINFER_MLA"), serve("--attention-backend", "FLASHMLA"),
+     "Selected backend AttentionBackendEnum.FLASHINFER_MLA is not valid for this configuration. Reason: "
+     "['compute capability not supported']", MLA, H200, {}),
 ]
 
 
