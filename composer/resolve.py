@@ -219,15 +219,20 @@ def _step_strategy(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _
         n.add("warning", "invalid-nodes", f"The value nodes={want_nodes} is outside 1–{MAX_NODES} and was ignored.")
         want_nodes = None
     sid = _by_case(req.get("strategy"), offered, "Strategy", n)
+    refused: tuple[str, str] | None = None  # (code, why) of a strategy asked for that is not shown
     if sid is not None:
         if sid not in offered:
-            n.add("warning", "invalid-strategy", f"Strategy {_short(sid)} is not offered by this recipe; the recommended strategy is shown.")
-            sid = None
+            refused, sid = ("invalid-strategy", f"Strategy {_short(sid)} is not offered by this recipe;"), None
         elif sid not in supported:
-            n.add("warning", "strategy-unavailable", f"{ctx.strategy_block_reason(sid, hw)} The recommended strategy is shown.")
-            sid = None
+            refused, sid = ("strategy-unavailable", str(ctx.strategy_block_reason(sid, hw))), None
     if sid is None:
         sid = recommend(ctx, hw, variant, want_nodes, supported, req)
+        if refused is not None:
+            # Name what is shown: with a node count asked, the recommendation reads it, so it may differ
+            # from the strategy the controls mark recommended (a fresh user's finding on ?nodes=2&strategy=bogus).
+            shown = (f"{ctx.strategy_label(sid)} is shown, the recommended strategy"
+                     + (f" for {want_nodes} node{'s' if want_nodes > 1 else ''}." if want_nodes else ".")) if sid else ""
+            n.add("warning", refused[0], f"{refused[1]} {shown}".strip())
         if sid and want_nodes is None:
             _say_strategy_auto(ctx, hw, variant, sid, supported, n)
         if sid is None:

@@ -419,3 +419,15 @@ def test_every_router_installs_the_pinned_release(rid, query):
     for r in routers:
         assert r["install"] == ROUTER_INSTALL == f"uv pip install vllm-router=={ROUTER_RELEASE}"
         assert ROUTER_INSTALL in r["text"]
+
+
+@pytest.mark.parametrize("query", ["hardware=h200&nodes=2&strategy=bogus", "hardware=h200&strategy=bogus"])
+def test_a_refused_strategy_names_the_one_shown(plan, query):
+    """A fresh user's finding: "the recommended strategy is shown" while the
+    controls' ★ marked another (with a node count asked, the recommendation
+    reads it). The notice names the strategy shown, and the node count."""
+    p = plan(query)
+    (n,) = [n for n in p["notices"] if n["code"] == "invalid-strategy"]
+    shown = next(o["label"] for o in p["options"]["strategy"] if o["selected"])
+    assert f"{shown} is shown, the recommended strategy" in n["message"]
+    assert ("for 2 nodes" in n["message"]) == ("nodes=2" in query)
