@@ -40,12 +40,13 @@ def compose(ctx: RecipeContext, query: str | dict | None = None, every_form: boo
     return build_plan(ctx, query, every_form)
 
 
-def compose_page(ctx: RecipeContext, query: str | dict | None = None) -> dict:
+def compose_page(ctx: RecipeContext, query: str | dict | None = None, every_form: bool = False) -> dict:
     """What the page shows for ``query``: the plan dict plus ``options`` (every
     control with its state, ``composer.controls``) and ``groups`` (legends and
     help) and ``kinds`` (how each group is drawn, ``group_kinds``). The page
-    renders it with the macros of ``site_src/_macros.html``."""
-    plan, sel, canon = plan_and_selection(ctx, query)
+    renders it with the macros of ``site_src/_macros.html``. ``every_form``:
+    the plan part is ``compose``'s (every output form's structured result)."""
+    plan, sel, canon = plan_and_selection(ctx, query, every_form=every_form)
     return {**to_json(plan), "options": to_json(build_options(ctx, sel, canon, plan.notices)), "groups": groups(ctx),
             "kinds": group_kinds(ctx)}
 

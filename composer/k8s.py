@@ -413,18 +413,18 @@ def _env_list(form: _Form, cmd_env: dict[str, str], sub: _Sub, with_pod_ip: bool
     env: list[dict] = []
     notes: dict[int, list[str]] = {}
     body: list[dict] = []
-    body_notes: dict[str, list[str]] = {}
+    body_notes: dict[int, list[str]] = {}  # index in body → its comment
     for k, v in cmd_env.items():
         if k in fixed:
             body.append({"name": k, "value": fixed[k]})
-        elif k in DEVICE_LISTS and re.fullmatch(r"\d+(?:,\d+)*", v.replace(" ", "")):
+        elif k in DEVICE_LISTS and re.fullmatch(r"\d+(?:,\d+)*", ids := v.replace(" ", "")):
             # The device plugin gives the container its GPUs numbered from 0 (nvidia.com/gpu, amd.com/gpu):
             # a whole node's indices ("4,5,6,7") name devices the pod does not have; the same count does.
-            listed = len(v.replace(" ", "").split(","))
+            listed = len(ids.split(","))
             count = min(listed, gpus) if gpus else listed  # the command uses the first ones it lists
+            body_notes[len(body)] = [f"The command's {k}={v} numbers a whole node's GPUs; the pod sees the {count} "
+                                     f"it requests as {'0' if count == 1 else f'0–{count - 1}'}."]
             body.append({"name": k, "value": ",".join(str(i) for i in range(count))})
-            body_notes[k] = [f"The command's {k}={v} numbers a whole node's GPUs; the pod sees the {count} it "
-                             f"requests as {'0' if count == 1 else f'0–{count - 1}'}."]
         elif v == f"${k}":  # the recipe leaves this variable to the person running it (or the pod: $HF_TOKEN)
             if k not in sub.unknown:
                 sub.unknown.append(k)
@@ -445,10 +445,8 @@ def _env_list(form: _Form, cmd_env: dict[str, str], sub: _Sub, with_pod_ip: bool
         env.append({"name": name, "value": form.params.get(name, "")})
     if token_early or cmd_env.get("HF_TOKEN") == "$HF_TOKEN":
         env.append(dict(_HF_TOKEN))
-    for item in body:
-        if item["name"] in body_notes:
-            notes[len(env)] = body_notes[item["name"]]
-        env.append(item)
+    notes.update({len(env) + i: note for i, note in body_notes.items()})
+    env += body
     if "HF_TOKEN" not in cmd_env and not token_early:
         notes[len(env)] = [f"{PARAM} hf-token: the Hugging Face token for gated models: "
                            "kubectl create secret generic hf-token --from-literal=token=hf_... (optional for public models)."]

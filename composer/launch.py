@@ -1169,29 +1169,30 @@ def _check_kernels(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:
                  "drop --moe-backend (vLLM then picks a kernel the GPU runs) or name one this GPU supports")
 
 
-ATTENTION_BACKEND_MAJORS: Mapping[str, tuple[int, ...]] = {
-    "FLASHINFER_MLA": (10,), "CUTLASS_MLA": (10,), "TOKENSPEED_MLA": (10,), "FLASHINFER_MLA_SPARSE": (10,),
-    "FLASHMLA": (9, 10), "FLASHMLA_SPARSE": (9, 10),
-    "FLASH_ATTN_MLA": (9,), "FLASH_ATTN_MLA_SPARSE": (9,), "FLASHINFER_MLA_SPARSE_SM90": (9,),
-    "FLASHINFER_MLA_SPARSE_SM120": (12,),
+ATTENTION_BACKEND_DEVICES: Mapping[str, tuple] = {
+    **dict.fromkeys(("FLASHINFER_MLA", "CUTLASS_MLA", "TOKENSPEED_MLA", "FLASHINFER_MLA_SPARSE"), ((10, None),)),
+    **dict.fromkeys(("FLASHMLA", "FLASHMLA_SPARSE"), ((9, None), (10, None))),
+    **dict.fromkeys(("FLASH_ATTN_MLA", "FLASH_ATTN_MLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM90"), ((9, None),)),
+    "FLASHINFER_MLA_SPARSE_SM120": ((12, None),),
 }
-"""The CUDA compute-capability majors each ``--attention-backend`` with a
-major-version gate runs on in vLLM 0.33.0 (its ``supports_compute_capability``:
-FlashInfer MLA, CUTLASS MLA, TokenSpeed MLA: 10.x, Blackwell datacenter; FlashMLA: 9.x and
-10.x; FlashAttention MLA: 9.x, Hopper). A backend the command selects is validated
-and vLLM raises when it does not support the GPU; backends without such a
-gate (TRITON_MLA, FLASH_ATTN from 8.0, FLASHINFER) are not listed."""
+"""The CUDA capabilities (as in ``MOE_BACKEND_DEVICES``) each
+``--attention-backend`` with a major-version gate runs on in vLLM 0.33.0 (its
+``supports_compute_capability``: FlashInfer MLA, CUTLASS MLA, TokenSpeed MLA:
+10.x, Blackwell datacenter; FlashMLA: 9.x and 10.x; FlashAttention MLA: 9.x,
+Hopper). A backend the command selects is validated and vLLM raises when it
+does not support the GPU; backends without such a gate (TRITON_MLA,
+FLASH_ATTN from 8.0, FLASHINFER) are not listed."""
 
 
 def _check_attention_backend(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:
     backend = (s.str("attention-backend") or "").upper()
-    majors = ATTENTION_BACKEND_MAJORS.get(backend)
-    if majors is None or t.platform != "cuda" or t.capability is None or t.capability[0] in majors:
+    allowed = ATTENTION_BACKEND_DEVICES.get(backend)
+    if allowed is None or t.platform != "cuda" or t.capability is None or _capability_ok(t.capability, allowed):
         return
     yield _v("attention-backend-device",
              f"Selected backend AttentionBackendEnum.{backend} is not valid for this configuration. Reason: "
              f"['compute capability not supported'] ({t.device or 'this GPU'}: compute capability "
-             f"{t.capability[0]}.{t.capability[1]}; {backend} runs on {' and '.join(f'{m}.x' for m in majors)}).",
+             f"{t.capability[0]}.{t.capability[1]}; {backend} runs on {' and '.join(f'{m}.x' for m, _ in allowed)}).",
              "drop --attention-backend on this GPU (vLLM then picks a backend it supports) or name one it runs")
 
 

@@ -30,9 +30,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from composer.api import compose_page, make_context  # noqa: E402
-from composer.controls import build_options, groups  # noqa: E402
-from composer.outputs import to_json  # noqa: E402
-from composer.plan import plan_and_selection  # noqa: E402
 from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths  # noqa: E402
 
 OURS = ROOT / "recipes"
@@ -68,10 +65,7 @@ def record(source: str, rid: str, query: str) -> dict:
     """One golden line: the plan of ``query`` (with its Kubernetes form) and
     the page's controls, as status, summary, notice codes and part digests."""
     ctx = context(source, rid)
-    # compose(ctx, query) and compose_page(ctx, query)'s controls from one composition (each composed the plan)
-    found, sel, canon = plan_and_selection(ctx, query, every_form=True)
-    plan = to_json(found)
-    page = {"options": to_json(build_options(ctx, sel, canon, found.notices)), "groups": groups(ctx)}
+    plan = page = compose_page(ctx, query, every_form=True)  # compose(ctx, query) and the controls, composed once
     parts = {
         "selection": plan["selection"],
         "commands": plan["commands"],
