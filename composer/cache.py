@@ -14,7 +14,9 @@ from typing import Callable, Hashable, TypeVar
 V = TypeVar("V")
 
 BOUNDS: dict[str, int] = {
-    "resolve": 4096,        # query parameters → (Selection, notices): canonical links and options retry small dicts
+    "resolve": 4096,
+    "shape": 1024,          # (selection without its shape, nodes and pool parameters asked) → (shape, notices)
+    "canonical": 1024,      # Selection → its canonical Request (every plan and page asks it)        # query parameters → (Selection, notices): canonical links and options retry small dicts
     "plan-error": 1024,     # query parameters → the plan's first error (composer.plan.plan_error), for the controls
     "memory-flags": 1024,   # selection without node counts → (utilization, KV dtype, max-model-len)
     "capacity": 2048,       # (layout, hardware, variant, task, memory flags, context) → the memory model's Capacity
@@ -28,6 +30,7 @@ BOUNDS: dict[str, int] = {
 MODULE_BOUNDS: dict[str, int] = {
     "argv._parse_cached": 4096,     # an arg list (tuple of tokens) → its units: recipe lists and their combinations
     "vllm_cli.canonical": 4096,     # a flag spelling → (vLLM option, sense): recipe and Advanced flags
+    "vllm_cli._checked_unit": 4096, # (option, value, switched on, omni) → its findings: the flags of composed commands
     "api.context_from_json": 8,     # (recipe JSON, catalogue JSON) → RecipeContext: the recipes a worker shows
     "convert._fields": 128,         # a schema dataclass → its fields (composer.schema has ~40 classes)
     "jinja-templates": 64,          # compiled Jinja2 templates of the renderer (site_src has < 20)

@@ -105,7 +105,12 @@ def resolved_with_notices(ctx: RecipeContext, values: dict[str, str]):
 def canonical_request(ctx: RecipeContext, sel: Selection) -> Request:
     """The smallest request that resolves to ``sel``: parameters equal to what the
     recipe would choose anyway are omitted (a link with no parameters is the
-    recipe default), and ``v`` is set when any parameter remains."""
+    recipe default), and ``v`` is set when any parameter remains. Cached per
+    selection (region ``canonical``): the plan and the page's controls ask it."""
+    return ctx.cache("canonical").get(sel, lambda: _canonical(ctx, sel))
+
+
+def _canonical(ctx: RecipeContext, sel: Selection) -> Request:
     vals = selection_values(ctx, sel)
     for key in DROP_ORDER:
         if key not in vals:

@@ -93,5 +93,12 @@ class Notices:
     def items(self) -> list[Notice]:
         return list(self._items.values())
 
+    def extend(self, notices) -> None:
+        """Append ``notices`` (``Notice`` values, e.g. a cached step's), each
+        unless one with its code and message is here already: the same list
+        as adding them one by one (none of them ``first``)."""
+        for notice in notices:
+            self._items.setdefault((notice.code, notice.message), notice)
+
     def has_error(self) -> bool:
         return any(n.level == "error" for n in self._items.values())

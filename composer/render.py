@@ -17,6 +17,7 @@ import json
 
 from composer.cache import MODULE_BOUNDS
 from jinja2 import BaseLoader, DictLoader, Environment, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
 
 # Imported here, not where they are used: the worker's memory snapshot holds
 # only the modules imported at boot (its file system has no composer/ after a
@@ -41,6 +42,8 @@ def environment(loader: BaseLoader) -> Environment:
                       trim_blocks=True, lstrip_blocks=True, cache_size=MODULE_BOUNDS["jinja-templates"])
     env.filters["sentence"] = sentence
     env.filters["why_lines"] = _why_lines
+    env.filters["val"] = val_html
+    env.filters["keypath"] = keypath_html
     from composer.vllm_cli import VERSION
 
     env.globals["vllm_version"] = VERSION  # the release the commands are checked against
@@ -51,6 +54,28 @@ def _why_lines(options):
     from composer.controls import why_lines
 
     return why_lines(options)
+
+
+def _wrapping_code(text: object, breaks: tuple[str, str], cls: str = "") -> Markup:
+    """``text`` (``None``: empty) escaped in a ``<code>``, with a ``<wbr>``
+    (a line may break there, only if it must) after each character of
+    ``breaks``."""
+    html = str(escape("" if text is None else str(text)))
+    for ch in breaks:
+        html = html.replace(ch, ch + "<wbr>")
+    return Markup(f'<code{cls}>{html}</code>')
+
+
+def val_html(value: object) -> Markup:
+    """Filter ``val``: a flag's or variable's value as a monospace block that
+    wraps after a JSON comma or colon (``"a,b"`` → ``<code class="val">a,<wbr>b</code>``)."""
+    return _wrapping_code(value, (",", ":"), ' class="val"')
+
+
+def keypath_html(key: object) -> Markup:
+    """Filter ``keypath``: a recipe key path (``variants.default.args``) as code
+    that wraps after its dots and slashes."""
+    return _wrapping_code(key, (".", "/"))
 
 
 def sentence(text: str) -> str:

@@ -148,7 +148,31 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         d = step(ctx, req, d, n)
     sel = Selection(d.hardware, d.variant, d.strategy, 1, d.features, d.advanced, d.kv_offload, form=d.form,
                     task=d.task, instances=d.instances, modes=d.modes, cuda=d.cuda, context=d.context)
-    return _resolve_shape(ctx, req, sel, d.want_nodes, n)
+    return _shape(ctx, req, sel, d.want_nodes, n)
+
+
+SHAPE_PARAMS = ("prefill_mode", "prefill_nodes", "decode_mode", "decode_nodes")
+"""The query parameters ``_resolve_shape`` reads besides the node count."""
+
+
+def _shape(ctx: RecipeContext, req: Request, sel: Selection, want_nodes: int | None,
+           n: Notices) -> tuple[Selection, Notices]:
+    """``_resolve_shape``, cached on the context (region ``shape``) by what it
+    reads: the selection without its shape, the node count asked and the P/D
+    pool parameters. The canonical link and the page's options resolve many
+    queries that differ only where the shape does not look (the output form,
+    the context, a parameter stated or left to its default); the node search
+    is most of a resolve. Its notices are replayed in order (``Notices.extend``)."""
+    key = (sel, want_nodes, tuple(req.get(k) for k in SHAPE_PARAMS))
+
+    def make() -> tuple[Selection, tuple]:
+        own = Notices()
+        got, _ = _resolve_shape(ctx, req, sel, want_nodes, own)
+        return got, tuple(own.items())
+
+    got, added = ctx.cache("shape").get(key, make)
+    n.extend(added)
+    return got, n
 
 
 def _step_version(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:

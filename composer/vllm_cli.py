@@ -328,6 +328,13 @@ def _is_number(text: str) -> bool:
         return False
 
 
+@lru_cache(maxsize=MODULE_BOUNDS["vllm_cli._checked_unit"])
+def _checked_unit(key: str, value: Optional[str], enabled: bool, omni: bool) -> tuple[Finding, ...]:
+    """``check_unit``, kept: a page's options compose the same flags again and
+    again (~70 per plan), and the answer depends on nothing else."""
+    return tuple(check_unit(key, value, enabled, omni))
+
+
 def check_command(units) -> list[Finding]:
     """Findings for one ``vllm serve`` command, given its options as
     ``(key, value, enabled)`` triples: each option (``check_unit``) plus the
@@ -335,15 +342,15 @@ def check_command(units) -> list[Finding]:
     ``--model`` beside the positional model (vLLM moves it to the front, so two
     models are given); ``--enable-auto-tool-choice`` without
     ``--tool-call-parser`` (vLLM refuses to start)."""
-    out = []
+    out: list[Finding] = []
     units = list(units)
     omni = any(key == "omni" for key, _, _ in units)
     plugins = {key for key, _, _ in units if key in ("tool-parser-plugin", "reasoning-parser-plugin")}
     keys = {}
     for key, value, enabled in units:
-        found = check_unit(key, value, enabled, omni)
+        found = _checked_unit(key, value, enabled, omni)
         if f"{key}-plugin" in plugins:  # a plugin registers its own parser names
-            found = [f for f in found if "parser this release ships" not in f.message]
+            found = tuple(f for f in found if "parser this release ships" not in f.message)
         out += found
         keys[key] = (value, enabled)
     if "model" in keys:
