@@ -477,7 +477,9 @@ def _resolve_nodes(ctx: RecipeContext, sel: Selection, want_nodes: int | None, n
         # (the pinned link of that click): issue 21, the same state reads the
         # same however it was reached.
         why = raise_reasons(ctx, sel, floor, floor, nodes, "", lambda k: layout_for(ctx, sel, k))
-        n.add("info", "nodes-set", f"{nodes} nodes are the fewest that work on {hwname}: {why}",
+        # The strategy named: it is the strategy's floor here, not the GPU's (a fresh user read "the fewest
+        # that work on H100" as the GPU's limit, while TP+PP runs on 3).
+        n.add("info", "nodes-set", f"{nodes} nodes are the fewest that work for {ctx.strategy_label(sid)} on {hwname}: {why}",
               subject="nodes", old=floor, new=nodes, reason=why)
     return replace(sel, nodes=nodes)
 

@@ -253,11 +253,19 @@
     const phNew = document.querySelector("#placeholders details");
     if (phNew && phClosed) phNew.open = false;
     applyPlaceholders();
+    fullPageLink();
     if (refocus) {
       const el = document.querySelector(refocus);
       if (el) el.focus();
     }
   }
+  // An embed leaves out the recipe's guide; its link opens the plan shown on
+  // the full page (every dimension pinned, without the embed layout).
+  function fullPageLink() {
+    const a = document.getElementById("full-page");
+    if (a) a.href = location.pathname + (plan.share_url || plan.url || "");
+  }
+  fullPageLink();
   // ----- placeholders: the person's own values, kept in this browser ------
   // Values replace whole $NAMEs in the shown commands (so in Copy) and in the
   // downloaded scripts; they are never put in the URL. Only characters that
@@ -637,7 +645,7 @@
     if (pendingImport) { pendingImport = false; runImport(); }
     if (next.query === shownQuery && !next.push && planQuery(location.search) === shownQuery) {
       if (view.compare) refreshCompare();
-      const remembered = shownQuery === "" ? rememberedQuery() : null;
+      const remembered = shownQuery === "" && !embedded ? rememberedQuery() : null;
       if (remembered) return apply(remembered, false);  // a bare address: the last GPU chosen on any recipe page
       // The pre-rendered default (or a view rendered ahead) is this URL's plan:
       // only the look-ahead of the next clicks is to do.
@@ -835,6 +843,7 @@
 
   // ----- the runtime, when it is needed ------------------------------------
   // bootReason (data-boot-reason): "link" (a link whose plan needs Python),
+  // "remembered" (a bare visit opening on the GPU chosen last, not pre-rendered),
   // "interaction" (a control touched), "idle" (a top-level page idle and
   // visible IDLE_MS); until then nothing of the runtime is fetched.
   const IDLE_MS = 2000;
@@ -869,7 +878,20 @@
   }
 
   const linkQuery = planQuery(location.search);
-  if (linkQuery) {
+  // A bare top-level visit opens on the GPU chosen last on any recipe page
+  // (never an embed: it shows what its page asked for). That plan is marked a
+  // preview from the first paint, as a link's is, and is shown from the
+  // build's rendering where there is one, else composed at once: the recipe
+  // default must not read as the answer meanwhile (fresh-user finding: the
+  // default GPU's plan showed unmarked for seconds, then changed).
+  const rememberedLink = !linkQuery && !embedded ? rememberedQuery() : null;
+  if (rememberedLink) {
+    setPreview(true);
+    showQueryInControls(rememberedLink);
+    setStatus("loading", "Opening the GPU you chose last…");
+    if (prerendered.links[rememberedLink]) showPrerendered(rememberedLink);
+    else bootRuntime("remembered");
+  } else if (linkQuery) {
     setPreview(true);
     showQueryInControls(linkQuery);
     app.dataset.linkShown = "true";

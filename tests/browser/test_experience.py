@@ -100,6 +100,13 @@ def test_embed_mode_reports_height_and_honours_theme(page, server):
     assert "embed=1" in inner.url and "theme=dark" in inner.url and "hardware=h200" in inner.url
     bg = inner.evaluate("getComputedStyle(document.body).backgroundColor")
     assert bg == "rgb(22, 24, 28)"
+    # The guide stays on the full page; one link opens the plan shown there (pinned, no embed layout).
+    assert frame.locator("#guide").count() == 1 and frame.locator("#guide").is_hidden()
+    link = frame.locator("#full-page")
+    assert link.is_visible() and "guide" in link.inner_text()
+    href = link.get_attribute("href")
+    assert "hardware=h200" in href and "v=2" in href and "embed" not in href, href
+    assert inner.evaluate("document.documentElement.scrollHeight") < 3000  # the guide alone was ~3,100 px
 
 
 def test_keyboard_only_selection(page, server):

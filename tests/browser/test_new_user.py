@@ -115,7 +115,7 @@ def test_an_adjustment_reads_the_same_from_a_click_and_from_a_link(page, server)
     settle(page)
     clicked = node_notice(page)
     assert page.locator('#controls input[name="nodes"]:checked').get_attribute("value") == "6"
-    assert clicked and clicked[0]["text"].startswith("6 nodes are the fewest that work on H100")
+    assert clicked and clicked[0]["text"].startswith("6 nodes are the fewest that work for Multi-node TP on H100")
     # the same state reached by its link
     page.goto(server + K3 + "?" + page.evaluate("() => location.search.slice(1)"))
     wait_ready(page)
@@ -188,10 +188,25 @@ def test_the_last_gpu_is_remembered_across_recipe_pages_and_the_url_wins(page, s
     click(page, "hardware", "h100")
     page.wait_for_function("() => location.search.includes('h100')")
     settle(page)
-    page.goto(server + LLAMA)
+    page.goto(server + LLAMA, wait_until="domcontentloaded")
+    page.wait_for_function("() => document.getElementById('app') !== null && document.getElementById('app').dataset.started === 'true'")
+    # From the first paint the recipe default is not shown as the answer: the page is a preview of the
+    # remembered GPU's plan, or shows that plan already (the build's rendering); never the default unmarked.
+    first = page.evaluate("""() => ({preview: document.documentElement.classList.contains('link-preview')
+                                             && !document.getElementById('preview-banner').hidden,
+                                    hw: document.querySelector('#controls input[name="hardware"]:checked').value,
+                                    shown: document.getElementById('app').dataset.shown || ''})""")
+    assert first["preview"] or (first["hw"] == "h100" and first["shown"]), first
+    assert first["hw"] == "h100", first  # the control already says where the page is heading
     wait_ready(page)
     settle(page)
     assert page.locator('#controls input[name="hardware"]:checked').get_attribute("value") == "h100"
+    assert "hardware=h100" in page.evaluate("() => location.search")
+    # An embed shows what its page asked for, not this browser's last GPU.
+    page.goto(server + LLAMA + "?embed=1")
+    wait_ready(page)
+    assert page.locator('#controls input[name="hardware"]:checked').get_attribute("value") != "h100"
+    assert not page.evaluate("() => document.documentElement.classList.contains('link-preview')")
     page.goto(server + LLAMA + "?hardware=b200")
     wait_ready(page)
     assert page.locator('#controls input[name="hardware"]:checked').get_attribute("value") == "b200"
