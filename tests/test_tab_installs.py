@@ -10,6 +10,7 @@ tab that comes before it; the tab's downloaded script holds the same lines.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import tempfile
@@ -147,3 +148,29 @@ def test_download_all_writes_every_script():
         for a in plan["output"]["artifacts"]:
             if a["command"] is not None:
                 assert (Path(d) / a["file_name"]).read_text() == a["text"]
+
+
+@pytest.mark.parametrize("query", ["hardware=b200&nodes=2&strategy=multi_node_tp&install=config",
+                                   "hardware=gb200&strategy=pd_cluster&install=config"])
+def test_download_all_of_config_files_writes_each_nodes_yaml_beside_its_script(query):
+    """The config-file form's "Download all" (a fresh user's finding: it had
+    none) writes every node's YAML file and every script that reads it; the
+    whole-plan forms (Kubernetes, SLURM) keep their own download instead."""
+    ctx = golden.context("ours", "moonshotai/Kimi-K3")
+    plan = compose(ctx, query, every_form=False)
+    bundle = plan["output"]["bundle"]
+    assert bundle, "a multi-node config-file plan has Download all"
+    arts = plan["output"]["artifacts"]
+    yamls = [a for a in arts if a["media_type"] == "application/yaml"]
+    assert len(yamls) == len([c for c in plan["commands"] if c["argv"][:2] == ["vllm", "serve"]]) >= 2
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run(["bash", "-c", bundle["text"]], cwd=d, check=True, capture_output=True)
+        for a in arts:
+            assert (Path(d) / a["file_name"]).read_text() == a["text"], a["file_name"]
+            assert os.access(Path(d) / a["file_name"], os.X_OK) is (a["media_type"] == "text/x-shellscript")
+        for y in yamls:  # each node's script starts vLLM from its own file
+            script = next(a for a in arts if a["command"] == y["command"] and a["media_type"] == "text/x-shellscript")
+            assert f"--config {y['file_name']}" in script["text"]
+    for form in ("k8s", "slurm"):
+        other = compose(ctx, query.replace("install=config", f"install={form}"), every_form=False)
+        assert other["output"]["bundle"] is None

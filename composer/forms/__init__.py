@@ -117,7 +117,11 @@ def output(form_id: str, inp: FormInput, detail: object) -> Output:
                     for i, c in enumerate(inp.companions) if c.text)
     every = helpers + scripts  # companions first: they start before the vLLM commands that use them
     name = f"{inp.ctx.recipe_id.split('/')[-1]}-{inp.sel.hardware}-scripts.sh"
-    pack = bundle(name, inp.summary, every) if len(every) > 1 and not files else None
+    # A file of one command's tab (a node's config YAML) goes into "Download all" beside the scripts;
+    # a whole-plan file (the manifests, the sbatch jobs) is the form's own download.
+    own = tuple(a for a in files if a.command is not None or a.companion is not None)
+    whole = len(own) < len(files)
+    pack = bundle(name, inp.summary, every, own) if len(every) > 1 and not whole else None
     return Output(form.id, form.label, files + scripts + helpers, reason, pack)
 
 
@@ -125,24 +129,32 @@ BUNDLE_END = "VLLM_CONFIGURATOR_EOF"
 """The here-document delimiter of ``bundle`` (a longer one is used when a script holds this line)."""
 
 
-def bundle(file_name: str, summary: str, scripts: tuple[Artifact, ...]) -> Artifact:
+def bundle(file_name: str, summary: str, scripts: tuple[Artifact, ...], files: tuple[Artifact, ...] = ()) -> Artifact:
     """One script that writes every script of a plan into the current
     directory (quoted here-documents: nothing in them expands) and makes them
-    executable; the page's "Download all". ``scripts`` in the order to run."""
+    executable; the page's "Download all". ``scripts`` in the order to run;
+    ``files``: the files they read (each node's config YAML), written first."""
     from composer.shell import comment, quote
 
-    texts = "\n".join(a.text for a in scripts)
+    texts = "\n".join(a.text for a in files + scripts)
     end = BUNDLE_END
     while end in texts.split("\n"):
         end += "_"
+    what = "scripts" if not files else "files"
     lines = ["#!/usr/bin/env bash", f"# {comment(summary)}",
-             "# Writes this plan's scripts into the current directory; copy each to its node and run it there,",
+             f"# Writes this plan's {what} into the current directory; copy each to its node and run it there,",
              "# in this order: " + comment(", ".join(a.file_name for a in scripts)) + ".",
              "set -euo pipefail", ""]
+    if files:
+        lines[4:4] = ["# Each node's script reads its config file (" + comment(", ".join(a.file_name for a in files))
+                      + "): copy it along."]
+    for a in files:
+        body = a.text if a.text.endswith("\n") else a.text + "\n"
+        lines += [f"cat > {quote(a.file_name)} <<'{end}'", body + end]
     for a in scripts:
         body = a.text if a.text.endswith("\n") else a.text + "\n"
         lines += [f"cat > {quote(a.file_name)} <<'{end}'", body + end, f"chmod +x {quote(a.file_name)}"]
-    lines += ["", "echo " + quote("Wrote: " + " ".join(a.file_name for a in scripts))]
+    lines += ["", "echo " + quote("Wrote: " + " ".join(a.file_name for a in files + scripts))]
     return Artifact(file_name, "text/x-shellscript", "\n".join(lines) + "\n")
 
 
