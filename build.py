@@ -185,9 +185,7 @@ def snapshot_and_modules(python_zip: bytes) -> tuple[bytes, list[str]]:
     ship the same bytes (whose Brotli copy ``write_precompressed`` then makes once)."""
     with _cache_locked(SNAPSHOT_CACHE):
         script = ROOT / "site_src" / "snapshot.mjs"
-        key = hashlib.sha256(python_zip + pyodide_version().encode() + script.read_bytes()
-                             + (ROOT / "site_src" / "assets" / "boot-python.mjs").read_bytes()).hexdigest()[:24]
-        cached = SNAPSHOT_CACHE / f"{key}.bin"
+        cached = _snapshot_entry(python_zip)
         digest_file = cached.with_suffix(".sha256")
         modules_file = cached.with_suffix(".modules.json")
         if cached.exists() and digest_file.exists() and modules_file.exists():
@@ -212,15 +210,35 @@ def snapshot_and_modules(python_zip: bytes) -> tuple[bytes, list[str]]:
                 raise BuildError(f"could not make the Pyodide memory snapshot (node exited with {res.returncode}):\n"
                                  + ((text[start:] if start >= 0 else text)[-2000:] or "(no output)"))
             data = out_path.read_bytes()
-            modules = sorted(json.loads(res.stdout.strip().splitlines()[-1])["modules"])
+            said = json.loads(res.stdout.strip().splitlines()[-1])
+            modules = sorted(said["modules"])
         # Unique temporary names: concurrent builds never write into one file.
         for path, content in ((cached, data), (modules_file, json.dumps(modules).encode()),
+                              (cached.with_suffix(".zeroed"), str(int(said.get("zeroed", 0))).encode()),
                               (digest_file, hashlib.sha256(data).hexdigest().encode())):
             fd, tmp_name = tempfile.mkstemp(dir=SNAPSHOT_CACHE, prefix=path.name + ".")
             with os.fdopen(fd, "wb") as fh:
                 fh.write(content)
             os.replace(tmp_name, path)
         return data, modules
+
+
+def snapshot_zeroed(python_zip: bytes) -> int:
+    """Bytes of free heap memory the snapshot maker zeroed before taking the
+    snapshot of ``python_zip`` (``site_src/snapshot.mjs`` ``zeroFreeMemory``:
+    freed memory compresses badly), as it reported them; 0 when unknown."""
+    snapshot_and_modules(python_zip)
+    found = _snapshot_entry(python_zip).with_suffix(".zeroed")
+    return int(found.read_text() or 0) if found.exists() else 0
+
+
+def _snapshot_entry(python_zip: bytes) -> Path:
+    """The cache file of the snapshot of ``python_zip``: named by the hash of
+    everything that goes into it (the zip, Pyodide's version, the scripts)."""
+    script = ROOT / "site_src" / "snapshot.mjs"
+    key = hashlib.sha256(python_zip + pyodide_version().encode() + script.read_bytes()
+                         + (ROOT / "site_src" / "assets" / "boot-python.mjs").read_bytes()).hexdigest()[:24]
+    return SNAPSHOT_CACHE / f"{key}.bin"
 
 
 def _imports_of(source: bytes, module: str, is_package: bool) -> set[str]:
