@@ -201,6 +201,35 @@ def test_a_missing_value_stops_the_job_before_srun(k3, tmp_path, fake_bin):
     assert not (tmp_path / "srun.nodes").exists()
 
 
+def test_each_node_runs_vllm_from_the_install_steps_venv(k3, tmp_path, fake_bin):
+    """The Install steps put vLLM into .venv where they run (a fresh user's
+    finding: serve.sbatch ran no venv, so "vllm: command not found"): a node
+    without vllm on PATH activates the one in the directory sbatch ran from,
+    and with none there the job says so, per node, instead of failing in exec."""
+    import shutil
+
+    plan = slurm_plan(k3, "hardware=b200&nodes=2&strategy=multi_node_tp")
+    script = next(a["text"] for a in plan["output"]["artifacts"] if a["file_name"] == "serve.sbatch")
+    bare = tmp_path / "bin-without-vllm"
+    bare.mkdir()
+    for name in ("srun", "scontrol"):
+        shutil.copy2(fake_bin / name, bare / name)
+    submit = tmp_path / "submit"
+    venv_bin = submit / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    shutil.copy2(fake_bin / "vllm", venv_bin / "vllm")
+    (venv_bin / "activate").write_text(f'export VIRTUAL_ENV="{submit / ".venv"}"\nexport PATH="{venv_bin}:$PATH"\n')
+    values = {**USER_VALUES, "SLURM_SUBMIT_DIR": str(submit)}
+    out, nodes = run_job(script, ["a", "b"], values, tmp_path, bare)
+    assert out.returncode == 0, out.stderr
+    assert all(n is not None and n[0][:2] == ["vllm", "serve"] and n[1]["VIRTUAL_ENV"] == str(submit / ".venv")
+               for n in nodes), nodes
+    (venv_bin / "activate").unlink()
+    out, nodes = run_job(script, ["a", "b"], values, tmp_path, bare)
+    assert out.returncode != 0 and not any(nodes)
+    assert "vllm is not on PATH" in out.stderr and "run the Install steps there first" in out.stderr
+
+
 def test_hostile_recipe_values_stay_words_in_the_script(tmp_path, fake_bin):
     """A recipe value with shell syntax reaches vLLM as one argv word and runs nothing."""
     from composer.forms import FormInput

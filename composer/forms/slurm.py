@@ -151,7 +151,8 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
         lines.append("# The plan has errors; this job is NOT expected to work.")
     if inp.companions:
         lines.append("# Start first: " + comment(", ".join(c.label for c in inp.companions)) + " (see their tabs).")
-    installed = ("vLLM must be installed on every node (the Install steps)." if gpus else
+    installed = ("vLLM from the Install steps: unless vllm is on PATH, each node activates the .venv they create in "
+                 "the directory sbatch is run from (SLURM_SUBMIT_DIR, on the shared file system)." if gpus else
                  f"Runs {comment(cmds[0].install)} first unless {comment(cmds[0].argv[0])} is on PATH (the "
                  "environment the job was submitted from)." if cmds[0].install else "")
     lines += [f"# {installed}"] if installed else []
@@ -182,8 +183,17 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
               '  local rank="$SLURM_NODEID"',
               '  if [ "${SLURM_PROCID:-}" != "$rank" ]; then',
               '    echo "error: expected one task per node (SLURM_PROCID=${SLURM_PROCID:-} on node $rank)" >&2',
-              "    return 1", "  fi",
-              '  case "$rank" in']
+              "    return 1", "  fi"]
+    if gpus:  # the Install steps' environment (a fresh user's finding: the job ran no venv, "vllm: command not found")
+        prog = cmds[0].argv[0]
+        venv = '"${SLURM_SUBMIT_DIR:-$PWD}/.venv/bin/activate"'
+        lines += [f"  if ! command -v {prog} >/dev/null 2>&1; then",
+                  f"    if [ -f {venv} ]; then source {venv}; fi",  # start_node runs in its own bash, without set -u
+                  f"    command -v {prog} >/dev/null 2>&1 || {{ echo \"error: {prog} is not on PATH on "
+                  f"${{SLURMD_NODENAME:-node $rank}} and ${{SLURM_SUBMIT_DIR:-$PWD}}/.venv has none: run the Install "
+                  f"steps there first\" >&2; return 1; }}",
+                  "  fi"]
+    lines += ['  case "$rank" in']
     for rank, c in enumerate(cmds):
         lines.append(f"    {rank})  # {comment(c.label)}")
         if c.install:  # whatever a job starts, it installs (issue 21): unless already on PATH
