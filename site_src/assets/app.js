@@ -460,9 +460,11 @@
     const dl = ev.target.closest("button.download");
     if (dl) {
       // Every file comes from the plan's output form (composer/forms): a
-      // node's script gets the placeholder values, a whole-plan file as is.
+      // node's or a companion's file gets the placeholder values (as its tab
+      // shows them), a whole-plan file (manifests, sbatch jobs) is as written.
       const artifact = plan.output.artifacts[Number(dl.dataset.artifact)];
-      const text = artifact.command === null ? artifact.text : scriptWithValues(artifact.text);
+      const whole = artifact.command == null && artifact.companion == null;
+      const text = whole ? artifact.text : scriptWithValues(artifact.text);
       downloadText(text, artifact.media_type, dl.dataset.name);
     }
   });

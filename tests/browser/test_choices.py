@@ -104,6 +104,24 @@ def test_placeholder_values_reach_commands_copy_and_download_but_never_the_link(
     assert "$HEAD_IP" in page.locator("#panel-1 pre code").text_content()
 
 
+def test_a_companions_downloaded_script_gets_the_values_its_tab_shows(page, server):
+    """A fresh user's finding: the Mooncake master's tab showed the panel's
+    value, its downloaded script still said $MOONCAKE_MASTER_IP."""
+    page.goto(f"{server}{LLAMA}?kv_offload=kv_store_distributed_mooncake")
+    wait_ready(page)
+    page.locator('#placeholders input[data-ph="MOONCAKE_MASTER_IP"]').fill("10.7.7.7")
+    tab = page.locator('#commands [role="tab"]', has_text="Mooncake master")
+    tab.click()
+    panel = page.locator("#" + tab.get_attribute("aria-controls"))
+    page.wait_for_function("id => document.getElementById(id).querySelector('pre code').textContent.includes('10.7.7.7')",
+                           arg=tab.get_attribute("aria-controls"))
+    with page.expect_download() as info:
+        panel.locator("button.download").click()
+    script = Path(info.value.path()).read_text()
+    assert "10.7.7.7" in script and "$MOONCAKE_MASTER_IP" not in script and "${MOONCAKE_MASTER_IP" not in script
+    assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
+
+
 def test_a_hardware_pill_another_checkpoint_runs_on_switches_the_variant(page, server):
     # NVFP4 needs Blackwell: on the NVFP4 checkpoint, H100 is still offered,
     # with the BF16 checkpoint that runs there (said before the click).
