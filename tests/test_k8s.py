@@ -147,7 +147,10 @@ def _strict(schema):
 
 
 @functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=None)
 def crd_validator(kind: str):
+    """``(apiVersion, Draft4Validator)`` of a published CRD's kind (read and
+    compiled once per process: ~0.5 s each, asked for every manifest)."""
     for path in CRDS.glob("*.yaml"):
         crd = yaml.load(path.read_text(), Loader=LOADER)
         if crd["spec"]["names"]["kind"] == kind:

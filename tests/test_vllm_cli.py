@@ -190,7 +190,11 @@ def test_corpus_findings_are_warnings_and_none_come_from_our_code():
     # "docker pull …", "--max-model-len auto" as one word) are read as meant (composer.buildtime.repair).
     assert problems and all(p.level == "warning" for p in problems)
     assert len(recipes) == len(recipe_paths(CORPUS)) >= 150
-    for rid in [r for r in recipe_paths(CORPUS) if r in recipes]:
+    # Every recipe is validated above; the flags the composer decides itself are checked on a half
+    # (tests/plan_space.sample: deterministic, the named recipes always; COMPOSER_FULL_TESTS=1: all).
+    from tests.plan_space import sample
+
+    for rid in sample([r for r in recipe_paths(CORPUS) if r in recipes], "composer-flags"):
         ctx = make_context(rid, recipes[rid], catalog)
         for query in ("", "strategy=pd_cluster", "hardware=mi355x"):
             plan = compose(ctx, query, every_form=False)
