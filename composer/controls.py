@@ -245,7 +245,8 @@ def _pools(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[
         pool = sel.pool(name)
         assert pool is not None  # a P/D selection has both pools
         out[f"{name}_mode"] = [{
-            "id": m, "label": KINDS[m].label, "selected": m == pool.mode, "disabled": False, "reason": None,
+            "id": m, "label": KINDS[m].label, "description": KINDS[m].pool_help,
+            "selected": m == pool.mode, "disabled": False, "reason": None,
             "query": base.with_values(**{f"{name}_mode": m}).query(),
         } for m in modes]
         out[f"{name}_nodes"] = []

@@ -157,7 +157,9 @@ class ParallelKind:
       counted per DP rank);
     * ``expert_parallel``: Advanced's EP knobs apply;
     * ``pool``: offered as a P/D pool kind; ``pool_offer``: the pool kind a
-      strategy of this kind offers (semantics §5.1: TP+PP and TP+DP offer TP).
+      strategy of this kind offers (semantics §5.1: TP+PP and TP+DP offer TP);
+      ``pool_help``: what the kind means for a pool, the tooltip of its P/D
+      mode option (a fresh user's finding: the modes had none).
     """
 
     id: str
@@ -173,6 +175,7 @@ class ParallelKind:
     expert_parallel: bool = False
     pool: bool = False
     pool_offer: str | None = None
+    pool_help: str = ""
 
 
 def _u(key: str, value=None) -> Unit:
@@ -343,14 +346,21 @@ def _no_flags(lay: Layout, node: Node) -> list[Unit]:
 KINDS: dict[str, ParallelKind] = {k.id: k for k in (
     ParallelKind("tp", "TP", ("single_node", "multi_node"), _tp_layout,
                  lambda lay, node: _tp_group_flags(lay, node),
-                 shape=lambda lay, task: f"TP {lay.tp}", used_per_node=_tp_used, pool=True, pool_offer="tp"),
+                 shape=lambda lay, task: f"TP {lay.tp}", used_per_node=_tp_used, pool=True, pool_offer="tp",
+                 pool_help="One engine over the pool's GPUs, every layer split over them (TP): low latency per "
+                           "request at small batches, one batch for the whole pool."),
     ParallelKind("tep", "TEP", ("single_node", "multi_node"), _tep_layout,
                  lambda lay, node: _tp_group_flags(lay, node, ep_in_pool=True),
                  shape=lambda lay, task: f"TP {lay.tp} + EP", used_per_node=_tp_used, expert_parallel=True,
-                 pool=True, pool_offer="tep"),
+                 pool=True, pool_offer="tep",
+                 pool_help="TP with expert parallelism (--enable-expert-parallel): attention split over the pool's "
+                           "GPUs as in TP, each MoE expert held whole by one GPU instead of sliced."),
     ParallelKind("dep", "DEP", ("single_node", "multi_node"), _dep_layout, _dep_flags, serves_api=_dep_serves_api,
                  shape=lambda lay, task: f"DP {lay.dp} + EP", used_per_node=_dep_used, kv_per_dp_rank=True,
-                 expert_parallel=True, pool=True, pool_offer="dep"),
+                 expert_parallel=True, pool=True, pool_offer="dep",
+                 pool_help="Data-parallel attention with expert parallelism: each DP rank keeps its own batch and "
+                           "KV cache, the experts spread over every rank: the most sequences at once (the usual "
+                           "choice for a large MoE model's decode pool)."),
     ParallelKind("tp_pp", "TP+PP", ("multi_node",), _tp_pp_layout,
                  lambda lay, node: _tp_group_flags(lay, node, pp=True),
                  shape=lambda lay, task: f"TP {lay.tp} × PP {lay.pp}", pool_offer="tp"),

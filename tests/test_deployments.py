@@ -431,3 +431,21 @@ def test_a_refused_strategy_names_the_one_shown(plan, query):
     shown = next(o["label"] for o in p["options"]["strategy"] if o["selected"])
     assert f"{shown} is shown, the recommended strategy" in n["message"]
     assert ("for 2 nodes" in n["message"]) == ("nodes=2" in query)
+
+
+def test_every_pd_pool_mode_option_says_what_the_mode_does():
+    """A fresh user's finding: the P/D pool modes (TP, TEP, DEP) had no tooltip.
+    Each option carries its kind's ``pool_help`` (composer.parallel.KINDS),
+    distinct per mode, and the page renders it as the option's title."""
+    from composer.api import compose_page
+    from composer.parallel import KINDS
+    from tests import golden
+
+    ctx = golden.context("ours", "moonshotai/Kimi-K3")
+    page = compose_page(ctx, "hardware=gb200&strategy=pd_cluster")
+    for pool in ("prefill", "decode"):
+        opts = page["options"][f"{pool}_mode"]
+        assert len(opts) >= 2
+        assert all(o["description"] == KINDS[o["id"]].pool_help != "" for o in opts)
+        assert len({o["description"] for o in opts}) == len(opts)
+    assert all(k.pool_help for k in KINDS.values() if k.pool)
