@@ -111,12 +111,18 @@ def canonical_request(ctx: RecipeContext, sel: Selection) -> Request:
 
 
 def _canonical(ctx: RecipeContext, sel: Selection) -> Request:
+    from dataclasses import replace
+
+    from composer.resolve import before_shape
+
     vals = selection_values(ctx, sel)
+    unshaped = replace(sel, nodes=1, prefill=None, decode=None)
     for key in DROP_ORDER:
         if key not in vals:
             continue
         trial = {k: v for k, v in vals.items() if k != key}
-        if resolved_selection(ctx, trial) == sel:
+        # A trial that differs before the shape differs after it: no node search for it (most drops).
+        if before_shape(ctx, parse_query(trial)) == unshaped and resolved_selection(ctx, trial) == sel:
             vals = trial
     if vals:
         vals["v"] = SCHEMA_VERSION

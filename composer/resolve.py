@@ -140,6 +140,13 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
     """Resolve ``req`` into a Selection plus notices: the steps of ``STEPS``
     in order (each dimension's step reads what earlier ones decided), then the
     deployment's shape (nodes or P/D pools). Never raises on user input."""
+    sel, want_nodes, n = _steps(ctx, req)
+    return _shape(ctx, req, sel, want_nodes, n)
+
+
+def _steps(ctx: RecipeContext, req: Request) -> tuple[Selection, int | None, Notices]:
+    """The steps of ``STEPS``: ``(Selection before its shape (1 node, no
+    pools), the node count asked for once checked, their notices)``."""
     n = Notices()
     for p in req.problems:
         n.add("warning", "query-ignored", p)
@@ -148,7 +155,15 @@ def resolve(ctx: RecipeContext, req: Request) -> tuple[Selection, Notices]:
         d = step(ctx, req, d, n)
     sel = Selection(d.hardware, d.variant, d.strategy, 1, d.features, d.advanced, d.kv_offload, form=d.form,
                     task=d.task, instances=d.instances, modes=d.modes, cuda=d.cuda, context=d.context)
-    return _shape(ctx, req, sel, d.want_nodes, n)
+    return sel, d.want_nodes, n
+
+
+def before_shape(ctx: RecipeContext, req: Request) -> Selection:
+    """What ``resolve(ctx, req)`` decides before the deployment's shape: its
+    Selection with 1 node and no P/D pools. The shape step changes only
+    those fields, so two requests whose ``before_shape`` differ never resolve
+    to one Selection (``composer.canonical`` skips the node search for them)."""
+    return _steps(ctx, req)[0]
 
 
 SHAPE_PARAMS = ("prefill_mode", "prefill_nodes", "decode_mode", "decode_nodes")
