@@ -14,9 +14,9 @@ from typing import Callable, Hashable, TypeVar
 V = TypeVar("V")
 
 BOUNDS: dict[str, int] = {
-    "resolve": 4096,
+    "resolve": 4096,        # query parameters → (Selection, notices): canonical links and options retry small dicts
     "shape": 1024,          # (selection without its shape, nodes and pool parameters asked) → (shape, notices)
-    "canonical": 1024,      # Selection → its canonical Request (every plan and page asks it)        # query parameters → (Selection, notices): canonical links and options retry small dicts
+    "canonical": 1024,      # Selection → its canonical Request (every plan and page asks it)
     "plan-error": 1024,     # query parameters → the plan's first error (composer.plan.plan_error), for the controls
     "memory-flags": 1024,   # selection without node counts → (utilization, KV dtype, max-model-len)
     "capacity": 2048,       # (layout, hardware, variant, task, memory flags, context) → the memory model's Capacity

@@ -921,7 +921,8 @@ def with_levers(cap: Capacity, extra: tuple[tuple[str, Capacity | None], ...] = 
     """``cap`` with the changes that move it most, each with its figure:
     gpu-memory-utilization 0.95 (when lower), half the max-model-len (when
     above 8k), and the ``extra`` alternatives the caller computed (an fp8 KV
-    cache, more GPUs: ``(label, capacity)``)."""
+    cache, more GPUs: ``(label, capacity)``); only those whose figures differ
+    from ``cap``'s."""
     fn = cap.tokens_for
     if fn is None or cap.kv_gib is None or not cap.max_model_len:
         return cap
@@ -936,6 +937,9 @@ def with_levers(cap: Capacity, extra: tuple[tuple[str, Capacity | None], ...] = 
         half = cap.max_model_len // 2
         t, c = fn(cap.kv_gib, half) if cap.kv_gib > 0 else (0, 0.0)  # type: ignore[operator]
         out.append(Lever(f"--max-model-len {half:,}", t, c))
+    # A change that gives the figure in force is no lever (a fresh user's finding: TP+DP "3 nodes gives" the
+    # same tokens, a TP+DP node being a replica; 0.95 utilization where the weights still leave no KV room).
+    out = [lv for lv in out if (lv.kv_tokens, lv.concurrency) != (cap.kv_tokens, cap.concurrency)]
     return replace(cap, levers=cap.levers + tuple(out))
 
 

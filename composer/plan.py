@@ -1006,7 +1006,8 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
         d = run.docker_argv(ctx, sel, c, host_network)
         c = replace(c, docker_argv=tuple(d) if d else None, docker_text=run.docker_text(d) if d else None)
         text = form.command_text(c)
-        commands[i] = replace(c, text=text, script=run.script(summary_text, c, text))
+        venv = form.vllm_from == "host" and c.argv[:1] == ("vllm",)  # the Install steps' .venv (run_forms.VENV_LINES)
+        commands[i] = replace(c, text=text, script=run.script(summary_text, c, text, venv=venv))
     canon, pinned_req = canonical_request(ctx, sel), pinned_request(ctx, sel)
     if fallback is not None:
         # The fallback's strategy and node count are derived, not chosen: the

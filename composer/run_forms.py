@@ -331,6 +331,13 @@ def source_fetches(commands, nightly: bool = False) -> tuple[str, ...]:
                  f"{quote(SOURCE_URL.format(ref=ref, path=p))}" for p in paths)
 
 
+SLURM_INSTALL_NOTE = ("Run these once, on a GPU node of the cluster (e.g. srun --nodes=1 --gpus-per-node=1 --pty bash), "
+                      "in the directory you submit the jobs from, on the shared file system: the jobs activate "
+                      "the .venv made there, and uv's --torch-backend auto picks the PyTorch build of the driver it "
+                      "finds (a login node without GPUs would get the CPU build).")
+"""The SLURM form's install note (``install``)."""
+
+
 def install(ctx: RecipeContext, sel, companions: list[CompanionProcess], commands=()) -> Install:
     """Install lines: ``pip`` (a shell snippet or None), ``docker`` (``docker pull``
     or None), ``notes``, ``extras`` (connector and router packages) and the
@@ -378,6 +385,10 @@ def install(ctx: RecipeContext, sel, companions: list[CompanionProcess], command
         pip = "\n".join((pip, *source_fetches(commands, nightly)))
     image = docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, getattr(sel, "cuda", None))
     notes = [str(v["note"]) for k, v in (inst.items() if isinstance(inst, Mapping) else []) if isinstance(v, Mapping) and v.get("note")]
+    if pip and sel.form == "slurm":
+        # The jobs activate $SLURM_SUBMIT_DIR/.venv (composer.forms.slurm); a fresh user's finding: run on a
+        # login node, uv's --torch-backend auto would pick the PyTorch build of a machine without GPUs.
+        notes.append(SLURM_INSTALL_NOTE)
     if pip is None and sel.form == "pip":
         # Said, never left blank: the node tabs run vllm (issue 21).
         notes.append(NO_PIP.format(brand=ctx.hw(sel.hardware).brand,
@@ -560,10 +571,20 @@ def _mooncake_companions(ctx: RecipeContext, sel, store) -> list[CompanionProces
     return out
 
 
-def script(plan_summary: str, cmd: Command | CompanionProcess, text: str) -> str:
+VENV_LINES = ("# vLLM from the Install steps' .venv in this directory, unless vllm is on PATH already",
+              "if ! command -v vllm >/dev/null 2>&1 && [ -f .venv/bin/activate ]; then",
+              "  set +u; source .venv/bin/activate; set -u",
+              "fi")
+"""What a node's script runs first when vLLM comes from the host (pip, config
+files): the ``.venv`` the Install steps create (a fresh user's finding: run in
+a new shell after the install, the script said "vllm: command not found")."""
+
+
+def script(plan_summary: str, cmd: Command | CompanionProcess, text: str, venv: bool = False) -> str:
     """A runnable shell script for one node or companion process (``cmd``
     gives its ``label``): checks that every placeholder is set, then runs
-    ``text`` (its env exports and command, or install and command)."""
+    ``text`` (its env exports and command, or install and command); ``venv``:
+    it first activates the Install steps' environment (``VENV_LINES``)."""
     assigned = set(re.findall(r"^(?:export\s+)?([A-Z][A-Z0-9_]*)=", text, re.M))  # set by the script itself
     names = sorted(set(text_placeholders(text)) - {"HOME"} - assigned)  # $NAME and ${NAME}
     lines = ["#!/usr/bin/env bash", f"# {comment(plan_summary)}", f"# {comment(cmd.label)}", "set -euo pipefail", ""]
@@ -571,6 +592,8 @@ def script(plan_summary: str, cmd: Command | CompanionProcess, text: str) -> str
         lines.append(f': "${{{name}:?set {name} first (see the configurator page)}}"')
     if names:
         lines.append("")
+    if venv:
+        lines += [*VENV_LINES, ""]
     lines.append(text)
     return "\n".join(lines) + "\n"
 

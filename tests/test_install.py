@@ -405,3 +405,61 @@ def test_kubernetes_runs_the_image_the_docker_form_picks(our_catalog):
     assert plan["install"]["image"] == "vllm/vllm-openai:v9-cu129"
     assert "vllm/vllm-openai:v9-cu129" in plan["kubernetes"]["yaml"]
     assert '"vllm/vllm-openai:v9"' not in plan["kubernetes"]["yaml"]
+
+
+def test_a_node_script_runs_vllm_from_the_install_steps_venv(tmp_path):
+    """A fresh user's finding: after the Install steps, a node's downloaded
+    script run in a new shell said "vllm: command not found". A host-installed
+    form's node script activates the ``.venv`` of its directory unless vllm is
+    on PATH; a container form's script runs docker and activates nothing."""
+    import os
+    import subprocess
+
+    from tests import golden
+
+    ctx = golden.context("ours", "moonshotai/Kimi-K3")
+    for form in ("pip", "config", "slurm"):
+        plan = compose(ctx, f"hardware=b200&nodes=2&strategy=multi_node_tp&install={form}", every_form=False)
+        assert all("\n".join(run_forms.VENV_LINES) in c["script"] for c in plan["commands"]), form
+    docker = compose(ctx, "hardware=b200&nodes=2&strategy=multi_node_tp&install=docker", every_form=False)
+    assert not any(".venv/bin/activate" in c["script"] for c in docker["commands"])
+    # Run the head's script where the Install steps made .venv: its vllm runs (a stand-in that records argv).
+    plan = compose(ctx, "hardware=b200&nodes=2&strategy=multi_node_tp&install=pip", every_form=False)
+    head = plan["commands"][0]
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "vllm").write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@" > "$OUT"\n')
+    (bin_dir / "vllm").chmod(0o755)
+    (bin_dir / "activate").write_text(f'export VIRTUAL_ENV="{tmp_path / ".venv"}"\nexport PATH="{bin_dir}:$PATH"\n'
+                                      'echo "${PS1}" >/dev/null  # an activate script that reads an unset variable\n')
+    script = tmp_path / "head.sh"
+    script.write_text(head["script"])
+    env = {"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "argv"), "HEAD_IP": "10.0.0.1", "IFACE_NAME": "ib0",
+           "HOME": str(tmp_path)}
+    done = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "argv").read_text().split("\n")[:2] == ["serve", head["argv"][2]]
+    os.remove(bin_dir / "activate")
+    done = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0 and "vllm" in done.stderr  # no venv, no vllm: the shell says so
+
+
+def test_slurm_install_says_where_to_run_it_and_a_met_minimum_says_so(our_catalog):
+    """The SLURM form's Install steps say to run them on a GPU node in the
+    submit directory (the jobs activate that .venv; on a login node uv's
+    --torch-backend auto would pick the CPU build); other forms do not. A
+    minimum vLLM the pinned release meets is said to be met (a fresh user read
+    "Needs vLLM 0.21.0 or newer" above vllm==0.33.0 as a contradiction)."""
+    from jinja2 import FileSystemLoader
+
+    from composer.render import PageRenderer, environment
+    from tests import golden
+
+    k3 = golden.context("ours", "moonshotai/Kimi-K3")
+    assert run_forms.SLURM_INSTALL_NOTE in compose(k3, "hardware=b200&nodes=2&strategy=multi_node_tp&install=slurm")["install"]["notes"]
+    assert run_forms.SLURM_INSTALL_NOTE not in compose(k3, "hardware=b200&nodes=2&strategy=multi_node_tp")["install"]["notes"]
+    llama = golden.context("ours", "meta-llama/Llama-3.3-70B-Instruct")
+    page = compose_page(llama, "kv_offload=kv_store_distributed_mooncake")
+    assert page["install"]["min_vllm_version"] and not page["install"]["nightly"]
+    extras = PageRenderer(environment(FileSystemLoader(ROOT / "site_src"))).fragments(page, ("extras",))["extras"]
+    assert f"Needs vLLM {page['install']['min_vllm_version']} or newer: the release the install lines pin meets it." in extras

@@ -496,3 +496,25 @@ def test_hybrid_models_say_why_a_shorter_length_can_lower_the_token_figure(ctx_o
     said = [a for a in k3.assumptions if "concurrency × max-model-len" in a]
     assert said and "the memory is the same" in said[0]
     assert not [a for a in llama.assumptions if "concurrency × max-model-len" in a]
+
+
+def test_no_lever_repeats_the_figure_it_would_change():
+    """"What would change it most" lists only changes that change the figure
+    (a fresh user's finding: Llama on 2 H100 nodes, TP+DP, offered "3 nodes
+    gives 1,301,600 tokens (9.93x)", the current figure: a TP+DP node is a
+    replica, so more nodes add replicas, not tokens per replica)."""
+    from composer.api import compose
+    from tests import golden
+    from tests.plan_space import our_plans, shape_queries
+
+    llama = golden.context("ours", "meta-llama/Llama-3.3-70B-Instruct")
+    cap = compose(llama, "hardware=h100&nodes=2&strategy=multi_node_tp", every_form=False)["capacity"][0]
+    assert cap["levers"] and not any(lv["change"].endswith("nodes") for lv in cap["levers"])
+    checked = 0
+    for _rid, ctx in our_plans():
+        for q in shape_queries(ctx)[:40]:
+            for c in compose(ctx, q, every_form=False)["capacity"]:
+                for lv in c.get("levers") or ():
+                    assert (lv["kv_tokens"], lv["max_concurrency"]) != (c["kv_tokens"], c.get("max_concurrency")), (q, lv)
+                    checked += 1
+    assert checked > 50

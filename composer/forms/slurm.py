@@ -190,7 +190,7 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
         lines += [f"  if ! command -v {prog} >/dev/null 2>&1; then",
                   f"    if [ -f {venv} ]; then source {venv}; fi",  # start_node runs in its own bash, without set -u
                   f"    command -v {prog} >/dev/null 2>&1 || {{ echo \"error: {prog} is not on PATH on "
-                  f"${{SLURMD_NODENAME:-node $rank}} and ${{SLURM_SUBMIT_DIR:-$PWD}}/.venv has none: run the Install "
+                  f"${{SLURMD_NODENAME:-node $rank}}, nor in ${{SLURM_SUBMIT_DIR:-$PWD}}/.venv: run the Install "
                   f"steps there first\" >&2; return 1; }}",
                   "  fi"]
     lines += ['  case "$rank" in']

@@ -33,9 +33,12 @@
   let clickAt = null;     // performance.now() of the last click, for data-click-ms
   let controlsClickAt = null;  // the same, until its controls are on screen (data-controls-ms)
 
+  // A standing note of the page (it opened on the GPU chosen last), shown
+  // whenever the status has nothing else to say.
+  let note = "";
   function setStatus(state, text) {
     statusEl.dataset.state = state;
-    statusEl.textContent = text;
+    statusEl.textContent = text || (state === "ready" || state === "idle" ? note : "");
   }
 
   // ----- view parameters (embed, theme): kept in the URL, not part of the plan
@@ -150,6 +153,7 @@
   const actions = () => output.querySelectorAll("button.copy, button.download, button.copy-all, button.download-all, #share");
   function setPreview(on) {
     preview = on;
+    fullPageLink();
     document.documentElement.classList.toggle("link-preview", on);
     banner.hidden = !on;
     for (const b of actions()) {
@@ -263,7 +267,10 @@
   // the full page (every dimension pinned, without the embed layout).
   function fullPageLink() {
     const a = document.getElementById("full-page");
-    if (a) a.href = location.pathname + (plan.share_url || plan.url || "");
+    if (!a) return;
+    // While a link's own plan is being prepared, the link's query (the plan on screen is the default's).
+    const asked = preview ? planQuery(location.search) : null;
+    a.href = location.pathname + (asked !== null ? (asked ? "?" + asked : "") : (plan.share_url || plan.url || ""));
   }
   fullPageLink();
   // ----- placeholders: the person's own values, kept in this browser ------
@@ -356,6 +363,7 @@
     }
   });
   document.getElementById("reset").addEventListener("click", () => {
+    try { localStorage.removeItem(HW_KEY); } catch (err) { /* storage off: nothing remembered */ }
     if (!viewFn || preview) {  // back to the pre-rendered default
       document.getElementById("controls").reset();
       syncLabels();
@@ -400,6 +408,12 @@
     setPreview(false);
     if (push && hardwareClicked) rememberHardware(plan.selection.hardware);
     hardwareClicked = false;
+    if (rememberedApplied) sayRemembered();
+    else if (note) {  // any other plan: the note no longer applies
+      if (statusEl.textContent === note) statusEl.textContent = "";
+      note = "";
+    }
+    rememberedApplied = false;
     app.dataset.query = plan.query;
     app.dataset.shown = "composed";
     const url = location.pathname + withView(plan.url) + location.hash;
@@ -569,6 +583,17 @@
   function rememberHardware(hw) {
     try { if (hw) localStorage.setItem(HW_KEY, hw); } catch (err) { /* storage off: nothing remembered */ }
   }
+  // The page opened on the GPU chosen last: said where the page reports its
+  // state, with how to undo it (a fresh user's finding: days later a 6-node
+  // H100 plan opened with nothing saying why). Reset also forgets the GPU.
+  let rememberedApplied = false;
+  function sayRemembered() {
+    const hw = document.querySelector('#controls input[name="hardware"]:checked');
+    const label = hw ? hw.closest("label").querySelector(".opt-label").textContent : "the GPU you chose last";
+    note = `Opened on ${label}, the GPU you chose last on a recipe page. ` +
+      "Reset to recipe defaults shows the recipe's own choice and forgets it.";
+    setStatus(statusEl.dataset.state, "");
+  }
   function rememberedQuery() {
     let hw = null;
     try { hw = localStorage.getItem(HW_KEY); } catch (err) { return null; }
@@ -648,7 +673,10 @@
     if (next.query === shownQuery && !next.push && planQuery(location.search) === shownQuery) {
       if (view.compare) refreshCompare();
       const remembered = shownQuery === "" && !embedded ? rememberedQuery() : null;
-      if (remembered) return apply(remembered, false);  // a bare address: the last GPU chosen on any recipe page
+      if (remembered) {  // a bare address: the last GPU chosen on any recipe page
+        rememberedApplied = true;
+        return apply(remembered, false);
+      }
       // The pre-rendered default (or a view rendered ahead) is this URL's plan:
       // only the look-ahead of the next clicks is to do.
       app.dataset.ready = "true";
@@ -840,6 +868,7 @@
     app.dataset.shown = "prerendered";
     app.dataset.prerenderMs = (performance.now() - started).toFixed(1);
     setStatus("idle", "");
+    if (query === rememberedLink) sayRemembered();
     armLazyBoot();
   }
 

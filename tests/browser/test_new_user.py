@@ -202,6 +202,25 @@ def test_the_last_gpu_is_remembered_across_recipe_pages_and_the_url_wins(page, s
     settle(page)
     assert page.locator('#controls input[name="hardware"]:checked').get_attribute("value") == "h100"
     assert "hardware=h100" in page.evaluate("() => location.search")
+    # The page says why it opened there, and Reset forgets it (the next bare visit is the recipe default).
+    said = page.inner_text("#runtime-status")
+    assert "H100" in said and "the GPU you chose last" in said and "Reset" in said, said
+    page.click("#reset")
+    page.wait_for_function("() => !location.search.includes('h100')")
+    settle(page)
+    assert page.evaluate("() => localStorage.getItem('vllm-configurator:hardware')") is None
+    assert "chose last" not in page.inner_text("#runtime-status")
+    page.goto(server + LLAMA)
+    wait_ready(page)
+    assert page.locator('#controls input[name="hardware"]:checked').get_attribute("value") != "h100"
+    page.goto(server + K3 + "?hardware=h100")  # remembered again for the embed check below
+    wait_ready(page)
+    click(page, "hardware", "b200")
+    page.wait_for_function("() => location.search.includes('b200')")
+    settle(page)
+    click(page, "hardware", "h100")
+    page.wait_for_function("() => location.search.includes('h100')")
+    settle(page)
     # An embed shows what its page asked for, not this browser's last GPU.
     page.goto(server + LLAMA + "?embed=1")
     wait_ready(page)
