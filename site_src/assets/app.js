@@ -672,10 +672,9 @@
     if (pendingImport) { pendingImport = false; runImport(); }
     if (next.query === shownQuery && !next.push && planQuery(location.search) === shownQuery) {
       if (view.compare) refreshCompare();
-      const remembered = shownQuery === "" && !embedded ? rememberedQuery() : null;
-      if (remembered) {  // a bare address: the last GPU chosen on any recipe page
+      if (shownQuery === "" && rememberedLink) {  // a bare address, the GPU chosen last not shown yet (startup below)
         rememberedApplied = true;
-        return apply(remembered, false);
+        return apply(rememberedLink, false);
       }
       // The pre-rendered default (or a view rendered ahead) is this URL's plan:
       // only the look-ahead of the next clicks is to do.
