@@ -96,6 +96,21 @@ def wait_ready(page, timeout=90_000):
     assert state == "ready", page.inner_text("#runtime-status")
 
 
+def download(page, button):
+    """Click ``button`` and return Playwright's ``Download`` it starts.
+
+    Chromium drops anchor downloads beyond 10 per second from one frame
+    (Chromium CL 1132485, "Throttle url download requests from a RenderFrame";
+    chromedp/chromedp#791), silently: a test that checks a dozen files in a row
+    on a fast machine lost the 11th (CI, 2026-12-03). A person does not click
+    that fast; the test waits a tenth of a second before each click so that it
+    stays within the limit."""
+    page.wait_for_timeout(110)
+    with page.expect_download() as info:
+        button.click()
+    return info.value
+
+
 CSP_RECORDER = """
 window.__csp = [];
 document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import ROOT, wait_ready
+from tests.browser.conftest import ROOT, download, wait_ready
 from tests.browser.test_page import K3, click, settle
 
 pytestmark = pytest.mark.browser
@@ -53,10 +53,9 @@ def check_block(page, block, expected: dict) -> str:
         expected = {name: expected[None]}
     block.locator("button.copy").click()
     assert page.evaluate("navigator.clipboard.readText()") == expected[name], name
-    with page.expect_download() as info:
-        button.click()
-    assert info.value.suggested_filename == name
-    assert Path(info.value.path()).read_text() == expected[name]
+    saved = download(page, button)
+    assert saved.suggested_filename == name
+    assert Path(saved.path()).read_text() == expected[name]
     return name
 
 
@@ -75,11 +74,10 @@ def test_config_file_tabs_copy_and_download_equal_the_cli(page, server, start):
             seen.add(check_block(page, panel.locator(".artifact").nth(j), expected))
         script = panel.locator(":scope > .actions button.download")
         if script.count():
-            with page.expect_download() as info:
-                script.click()
-            assert Path(info.value.path()).read_text() == expected[info.value.suggested_filename]
-            seen.add(info.value.suggested_filename)
-            if info.value.suggested_filename != "router.sh":
+            saved = download(page, script)
+            assert Path(saved.path()).read_text() == expected[saved.suggested_filename]
+            seen.add(saved.suggested_filename)
+            if saved.suggested_filename != "router.sh":
                 assert "vllm serve --config " in panel.locator(":scope > pre code").text_content()
     assert seen == set(expected) and any(n.endswith(".yaml") for n in seen)
 
