@@ -1047,9 +1047,10 @@ def _placeholders(commands, comps, client, form):
     each meaning followed by what the output ``form`` says of it
     (``OutputForm.placeholder_note``)."""
     texts = [c.text for c in commands] + [c.command for c in comps] + [client.curl, client.bench]
+    in_commands = {p.name for p in placeholders([c.text for c in commands])}
     out = []
     for p in placeholders(texts):
-        note = form.placeholder_note(p.name)
+        note = form.placeholder_note(p.name, p.name in in_commands)
         out.append(replace(p, meaning=f"{p.meaning} {note}") if note else p)
     return tuple(out)
 

@@ -324,7 +324,8 @@ def test_the_placeholders_panel_says_which_hosts_the_jobs_set_themselves():
     exactly those names (fresh-user finding: it asked for every node's IP)."""
     from composer.forms.slurm import placeholder_note
 
-    note = placeholder_note("HEAD_IP")
+    note, checked_note = placeholder_note("HEAD_IP", True), placeholder_note("IFACE_NAME", True)
+    assert note != checked_note and "default" in checked_note and placeholder_note("IFACE_NAME", False) is None
     ctx = dict(our_plans())["moonshotai/Kimi-K3"]
     checked = 0
     for q in shape_queries(ctx):
@@ -333,8 +334,12 @@ def test_the_placeholders_panel_says_which_hosts_the_jobs_set_themselves():
         set_by_jobs = set(re.findall(r'^export (\w+)="\$\{NODES\[\d+\]\}"$', jobs, re.M))
         for names in re.findall(r"\$name =~ \^\(([\w|]+)\)\$", jobs):
             set_by_jobs |= set(names.split("|"))
+        asked = set(re.findall(r'^: "\$\{(\w+):\?', jobs, re.M))  # checked when the job starts
         for p in plan["placeholders"]:
             assert (note in p["meaning"]) == (p["name"] in set_by_jobs), (q, p["name"])
+            # every other name is one the jobs check, and the panel says how its value reaches them
+            assert (checked_note.replace(p["name"], "NAME") in p["meaning"].replace(p["name"], "NAME")) == (p["name"] in asked), (q, p["name"])
+            assert p["name"] in set_by_jobs or p["name"] in asked or p["name"] not in jobs, (q, p["name"])
             checked += p["name"] in set_by_jobs
         pip = compose(ctx, parse_query(q).with_values(install="pip").query(), every_form=False)
         assert not any(note in p["meaning"] for p in pip["placeholders"])

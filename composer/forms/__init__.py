@@ -49,9 +49,10 @@ class OutputForm:
     ``files(inp)``: the form's own files beyond the per-command scripts, with
     a reason when it has none (``(artifacts, reason)``); ``plan_key``: the
     plan field its structured result fills (``kubernetes``), with ``detail``
-    building it; ``placeholder_note(name)``: what the form adds to the
-    meaning of placeholder ``name`` in the placeholders panel (the SLURM jobs
-    set the hosts' names themselves), or None; ``runs_companions``: its own
+    building it; ``placeholder_note(name, in_commands)``: what the form adds
+    to the meaning of placeholder ``name`` in the placeholders panel, or None
+    (the SLURM jobs set the hosts' names themselves and check the other values
+    the node commands use: ``in_commands`` says whether they use ``name``); ``runs_companions``: its own
     files start the companion processes too (the Kubernetes manifests' side
     containers), so a file list needs no companion scripts beside them."""
 
@@ -64,7 +65,7 @@ class OutputForm:
     files: Callable[[FormInput, object], tuple[tuple[Artifact, ...], Optional[str]]] = lambda inp, detail: ((), None)
     plan_key: Optional[str] = None
     detail: Optional[Callable[[FormInput], object]] = None
-    placeholder_note: Callable[[str], Optional[str]] = lambda name: None
+    placeholder_note: Callable[[str, bool], Optional[str]] = lambda name, in_commands: None
     runs_companions: bool = False
 
 

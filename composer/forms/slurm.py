@@ -171,11 +171,15 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
     if reads_hosts and needed:
         lines += _read_hosts([job_name(inp, j) for j in reads_hosts], needed)
     for ph in needed:
-        hint = (f"set {ph} before sbatch, or first submit {' and '.join(f'{j}.sbatch' for j in reads_hosts)} from "
-                f"this directory: the host names are read from what {'they write' if len(reads_hosts) > 1 else 'it writes'}"
-                if reads_hosts
-                else f"set {ph} before sbatch (see the configurator page)")
-        lines.append(f': "${{{ph}:?{hint}}}"')
+        # ': "${NAME:?…}"' is kept for the values the submitter gives: the page writes a value entered in its
+        # placeholders panel in as that line's default (site_src/assets/app.js jobWithValues). A host name the
+        # router job reads from the pool jobs' host files is never the panel's: it is checked another way.
+        if reads_hosts and _JOB_HOSTS.fullmatch(ph):
+            hint = (f"set {ph} before sbatch, or first submit {' and '.join(f'{j}.sbatch' for j in reads_hosts)} from "
+                    f"this directory: the host names are read from what {'they write' if len(reads_hosts) > 1 else 'it writes'}")
+            lines.append(f'[ -n "${{{ph}:-}}" ] || {{ echo "error: {hint}" >&2; exit 1; }}')
+        else:
+            lines.append(f': "${{{ph}:?set {ph} before sbatch (see the configurator page)}}"')
         lines.append(f"export {ph}")
     if hosts_for_router:  # after every check: a job that stops here leaves no host names behind
         lines += _write_hosts(name, _router_hosts(pool, nodes))
@@ -255,11 +259,19 @@ _JOB_HOSTS = re.compile(r"HEAD_IP|NODE_\d+_IP|(?:PREFILL|DECODE)_NODE_\d+")
 ``_router_hosts``): whatever runs inside the jobs needs no value for them."""
 
 
-def placeholder_note(name: str) -> Optional[str]:
-    """For a host the jobs set themselves (``_JOB_HOSTS``): that the panel's
-    value only serves what runs outside the jobs, and how to find the host."""
+def placeholder_note(name: str, in_commands: bool) -> Optional[str]:
+    """What the panel's value of ``name`` does to the sbatch jobs. A host the
+    jobs set themselves (``_JOB_HOSTS``): the value only serves what runs
+    outside the jobs, and how to find the host. Any other name the node
+    commands use (``in_commands``) is checked when the job starts (``sbatch``'s ``: "${NAME:?…}"`` line): the page writes an
+    entered value in as that check's default (site_src/assets/app.js
+    ``jobWithValues``), which a value exported before ``sbatch`` overrides
+    (fresh-user finding: the job refused to start with IFACE_NAME filled in on
+    the page)."""
     if not _JOB_HOSTS.fullmatch(name):
-        return None
+        return None if not in_commands else (f"The sbatch jobs check it when they start: a value here is written into the downloaded and copied "
+                f"jobs as its default; a value exported before sbatch wins ({name}=… sbatch <job>.sbatch), and with "
+                f"neither the job stops and says so.")
     return ("The sbatch jobs set it themselves from the hosts SLURM gives them (SLURM_JOB_NODELIST): a value here "
             "is only for what runs outside them, the checks below or a node's own script. The job's hosts, in node "
             "order: scontrol show hostnames \"$(squeue -h -j <job id> -o %N)\".")

@@ -310,12 +310,25 @@
       if (code.dataset.raw === undefined) code.dataset.raw = code.textContent;
       code.textContent = phSubstitute(code.dataset.raw, vals);
     }
+    for (const code of document.querySelectorAll("#commands .panel[data-role=file] pre.file.slurm code")) {
+      if (code.dataset.raw === undefined) code.dataset.raw = code.textContent;
+      code.textContent = jobWithValues(code.dataset.raw, vals);
+    }
     const stored = phStored();
     for (const input of document.querySelectorAll("#placeholders input[data-ph]")) {
       if (document.activeElement !== input) input.value = typeof stored[input.dataset.ph] === "string" ? stored[input.dataset.ph] : "";
       input.setAttribute("aria-invalid", String(input.value !== "" && !PH_SAFE.test(input.value)));
     }
     updateDock();
+  }
+  // An sbatch job (composer/forms/slurm.py) sets its host names itself and
+  // checks each value it needs from the submitter in a line
+  // ': "${NAME:?set NAME before sbatch …}"'. A value entered here becomes that
+  // line's default (': "${NAME:=value}"'), which a value exported before
+  // sbatch still overrides; nothing else in the job changes.
+  function jobWithValues(script, vals) {
+    return script.replace(/^: "\$\{([A-Z][A-Z0-9_]*):\?[^\n]*$/gm,
+      (m, name) => (vals.has(name) ? ': "${' + name + ':=' + vals.get(name) + '}"' : m));
   }
   function scriptWithValues(script) {  // a downloaded script with the values in
     const vals = phValues();
@@ -475,10 +488,12 @@
     if (dl) {
       // Every file comes from the plan's output form (composer/forms): a
       // node's or a companion's file gets the placeholder values (as its tab
-      // shows them), a whole-plan file (manifests, sbatch jobs) is as written.
+      // shows them), an sbatch job takes them as defaults of its checks
+      // (jobWithValues), the Kubernetes manifests are as written.
       const artifact = plan.output.artifacts[Number(dl.dataset.artifact)];
       const whole = artifact.command == null && artifact.companion == null;
-      const text = whole ? artifact.text : scriptWithValues(artifact.text);
+      const text = !whole ? scriptWithValues(artifact.text)
+        : plan.output.form === "slurm" ? jobWithValues(artifact.text, phValues()) : artifact.text;
       downloadText(text, artifact.media_type, dl.dataset.name);
     }
   });

@@ -14,6 +14,7 @@ import pytest
 
 from tests.browser.conftest import ROOT, download, wait_ready
 from tests.browser.test_page import K3, click, settle
+from tests.test_slurm_form import fake_bin, run_job  # noqa: F401 (fake_bin: a fixture)
 
 pytestmark = pytest.mark.browser
 
@@ -115,3 +116,32 @@ def test_another_form_opens_on_its_own_first_tab(page, server):
     page.wait_for_function("() => location.search.includes('kv_offload=simple')")
     settle(page)
     assert page.evaluate(selected) == "tab-1"
+
+
+def test_a_value_entered_for_an_sbatch_check_is_the_jobs_default(page, server, tmp_path, fake_bin):  # noqa: F811
+    """Fresh-user finding: with IFACE_NAME filled in on the page, the SLURM
+    job still stopped ("set IFACE_NAME before sbatch"). The value becomes the
+    default of the job's check line, as shown, copied and downloaded; the job
+    then runs every node with it, and a value exported before sbatch wins.
+    The host names stay the job's own."""
+    query = open_form(page, server, "hardware=h200&nodes=2&strategy=multi_node_tp", "slurm")
+    expected = cli_files(query, "slurm")[None]
+    assert ': "${IFACE_NAME:?' in expected
+    page.locator('#placeholders input[data-ph="IFACE_NAME"]').fill("ib0")
+    page.locator('#placeholders input[data-ph="HEAD_IP"]').fill("10.1.2.3")
+    block = page.locator("#panel-slurm .artifact").first
+    page.wait_for_function("() => document.querySelector('#panel-slurm pre code').textContent.includes('IFACE_NAME:=ib0')")
+    shown = block.locator("pre code").text_content()
+    assert shown == expected.replace(next(line for line in expected.splitlines() if line.startswith(': "${IFACE_NAME:?')),
+                                     ': "${IFACE_NAME:=ib0}"')
+    assert "10.1.2.3" not in shown  # the job sets HEAD_IP from its hosts
+    block.locator("button.copy").click()
+    assert page.evaluate("navigator.clipboard.readText()") == shown
+    job = Path(download(page, block.locator("button.download")).path()).read_text()
+    assert job == shown
+    out, nodes = run_job(job, ["gpu-a", "gpu-b"], {}, tmp_path, fake_bin)
+    assert out.returncode == 0, out.stderr
+    assert [env["GLOO_SOCKET_IFNAME"] for _, env in nodes] == ["ib0", "ib0"]
+    assert "gpu-a" in nodes[1][0]  # --master-addr: the job's first host, not the panel's HEAD_IP
+    out, nodes = run_job(job, ["gpu-a", "gpu-b"], {"IFACE_NAME": "eth9"}, tmp_path, fake_bin)
+    assert out.returncode == 0 and [env["GLOO_SOCKET_IFNAME"] for _, env in nodes] == ["eth9", "eth9"]
