@@ -310,7 +310,7 @@
       if (code.dataset.raw === undefined) code.dataset.raw = code.textContent;
       code.textContent = phSubstitute(code.dataset.raw, vals);
     }
-    for (const code of document.querySelectorAll("#commands .panel[data-role=file] pre.file.slurm code")) {
+    for (const code of document.querySelectorAll("#commands .panel[data-role=file] pre.file code")) {
       if (code.dataset.raw === undefined) code.dataset.raw = code.textContent;
       code.textContent = jobWithValues(code.dataset.raw, vals);
     }
@@ -321,20 +321,20 @@
     }
     updateDock();
   }
-  // An sbatch job (composer/forms/slurm.py) sets its host names itself and
-  // checks each value it needs from the submitter in a line
-  // ': "${NAME:?set NAME before sbatch …}"'. A value entered here becomes that
-  // line's default (': "${NAME:=value}"'), which a value exported before
-  // sbatch still overrides; nothing else in the job changes.
+  // A script checks each value it needs from the person running it in a line
+  // ': "${NAME:?set NAME before …}"' (composer/run_forms.py, composer/forms/slurm.py).
+  const CHECK_LINE = /^: "\$\{([A-Z][A-Z0-9_]*):\?.*$\n?/gm;
+  // A whole-plan file: an sbatch job sets its host names itself, so a value
+  // entered here only becomes the default of its check (': "${NAME:=value}"'),
+  // which a value exported before sbatch still overrides; the Kubernetes
+  // manifests have no such line and stay as written.
   function jobWithValues(script, vals) {
-    return script.replace(/^: "\$\{([A-Z][A-Z0-9_]*):\?[^\n]*$/gm,
-      (m, name) => (vals.has(name) ? ': "${' + name + ':=' + vals.get(name) + '}"' : m));
+    return script.replace(CHECK_LINE, (m, name) => (vals.has(name) ? ': "${' + name + ':=' + vals.get(name) + '}"' + (m.endsWith("\n") ? "\n" : "") : m));
   }
-  function scriptWithValues(script) {  // a downloaded script with the values in
+  function scriptWithValues(script) {  // a downloaded node or companion script with the values in
     const vals = phValues();
     if (!vals.size) return script;
-    const checks = new RegExp('^: "\\$\\{(' + [...vals.keys()].join("|") + '):\\?.*$\\n', "gm");
-    return phSubstitute(script.replace(checks, ""), vals);
+    return phSubstitute(script.replace(CHECK_LINE, (m, name) => (vals.has(name) ? "" : m)), vals);
   }
   document.getElementById("placeholders").addEventListener("input", (ev) => {
     const input = ev.target.closest("input[data-ph]");
@@ -488,12 +488,11 @@
     if (dl) {
       // Every file comes from the plan's output form (composer/forms): a
       // node's or a companion's file gets the placeholder values (as its tab
-      // shows them), an sbatch job takes them as defaults of its checks
-      // (jobWithValues), the Kubernetes manifests are as written.
+      // shows them), a whole-plan file only the defaults of its checks
+      // (jobWithValues), as its panel shows it.
       const artifact = plan.output.artifacts[Number(dl.dataset.artifact)];
       const whole = artifact.command == null && artifact.companion == null;
-      const text = !whole ? scriptWithValues(artifact.text)
-        : plan.output.form === "slurm" ? jobWithValues(artifact.text, phValues()) : artifact.text;
+      const text = whole ? jobWithValues(artifact.text, phValues()) : scriptWithValues(artifact.text);
       downloadText(text, artifact.media_type, dl.dataset.name);
     }
   });
