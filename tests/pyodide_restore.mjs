@@ -1,6 +1,7 @@
 // Test and bench helper: restore the build's memory snapshot in Node exactly
 // as the page's worker does (site_src/assets/boot-python.mjs growingFactory).
-// restore({pyodide, snapshot, stdlib?, patch?}) → the Pyodide instance; ``stdlib`` is
+// restore({pyodide, snapshot, stdlib?, patch?, raw?}) → the Pyodide instance (raw: without
+// the worker's RESTORED_PY, to show what it fixes); ``stdlib`` is
 // the trimmed standard library the snapshot path ships (build.snapshot_stdlib_zip),
 // Pyodide's own when absent; ``patch`` the wasm data patch, with ``pyodide`` a
 // directory whose pyodide.asm.wasm has no data segments (build.snapshot_runtime_dir),
@@ -10,12 +11,14 @@ import {pathToFileURL} from "node:url";
 
 export async function restore(input) {
   const assets = new URL("../site_src/assets/", import.meta.url);
-  const {dataRebuilder, growingFactory} = await import(new URL("boot-python.mjs", assets).href);
+  const {RESTORED_PY, dataRebuilder, growingFactory} = await import(new URL("boot-python.mjs", assets).href);
   const indexURL = input.pyodide.endsWith("/") ? input.pyodide : input.pyodide + "/";
   const {loadPyodide} = await import(pathToFileURL(indexURL + "pyodide.mjs").href);
   const factory = (await import(pathToFileURL(indexURL + "pyodide.asm.mjs").href)).default;
   const bytes = new Uint8Array(readFileSync(input.snapshot));
   const options = {indexURL, _loadSnapshot: bytes, createPyodideModule: growingFactory(factory, bytes.length, input.patch ? dataRebuilder(bytes, new Uint8Array(readFileSync(input.patch))) : null)};
   if (input.stdlib) options.stdLibURL = input.stdlib;
-  return loadPyodide(options);
+  const pyodide = await loadPyodide(options);
+  if (!input.raw) pyodide.runPython(RESTORED_PY);  // as the worker does after every restore
+  return pyodide;
 }

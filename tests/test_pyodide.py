@@ -144,3 +144,29 @@ def test_browser_python_has_no_native_code():
     assert not [n for n in names if not n.endswith((".py", ".html", ".json"))]
     assert not [n for n in names if n.startswith(("pydantic", "yaml"))]
     assert not [n for n in names if n.startswith("composer/buildtime/")]
+
+
+def test_every_module_of_the_trimmed_stdlib_imports_after_a_restore(snapshot):
+    """Adversarial finding: after a restore, zipimport still described the full
+    standard-library zip the snapshot was made with, so a lazy import of a
+    module the trimmed zip ships failed ("bad local file header") and one it
+    does not ship raised EOFError instead of ModuleNotFoundError. The worker
+    now clears the import caches after a restore (boot-python.mjs
+    ``RESTORED_PY``); every module the trimmed zip holds must import, and an
+    unshipped one must say it is not there."""
+    import zipfile
+
+    with zipfile.ZipFile(snapshot[1]) as z:
+        shipped = sorted({n[:-3].removesuffix("/__init__").replace("/", ".") for n in z.namelist() if n.endswith(".py")})
+    assert len(shipped) > 10
+    unshipped = ["tomllib", "xmlrpc.client"]
+    assert not set(unshipped) & set(shipped)
+    payload = {"pyodide": str(snapshot[2]), "snapshot": str(snapshot[0]), "stdlib": str(snapshot[1]),
+               "patch": str(snapshot[3]), "modules": shipped + unshipped}
+    res = subprocess.run(["node", str(ROOT / "tests" / "pyodide_imports.mjs")], input=json.dumps(payload),
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = json.loads(res.stdout)
+    assert {m: r for m, r in got.items() if m in shipped and r != "ok"} == {}
+    for m in unshipped:
+        assert got[m].startswith("ModuleNotFoundError"), (m, got[m])

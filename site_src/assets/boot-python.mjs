@@ -32,6 +32,23 @@ re.purge()
 gc.collect()
 `;
 
+// Run after every restore of the snapshot (the page's worker, and the tests'
+// tests/pyodide_restore.mjs). DROP_PY's clearing does not survive: making the
+// snapshot reads the full standard-library zip again, so the restored
+// zipimport directory lists its 614 members at their offsets in that zip,
+// while the file now mounted is the trimmed one — a lazy import of a module
+// the trimmed zip ships (csv, calendar) failed with "bad local file header",
+// one it does not ship with "EOF read where not expected", instead of
+// importing or raising ModuleNotFoundError (an adversarial finding; measured
+// with Pyodide 314.0.7). Clearing here makes the first import read the
+// mounted zip's own directory.
+export const RESTORED_PY = `
+import sys, zipimport, importlib
+zipimport._zip_directory_cache.clear()
+sys.path_importer_cache.clear()
+importlib.invalidate_caches()
+`;
+
 // Names in sys.modules, as JSON (printed by the snapshot maker for the build).
 export const MODULES_PY = "import json, sys; json.dumps(sorted(sys.modules))";
 

@@ -17,7 +17,7 @@
 // {type:"controls", id, view, ms} (JSON {fragments:{controls}, next},
 // controls_json), or {type:"error", id, error}. A request overtaken by a
 // newer one gets no reply.
-import {dataRebuilder, growingFactory, installSitePython} from "./boot-python.mjs";
+import {RESTORED_PY, dataRebuilder, growingFactory, installSitePython} from "./boot-python.mjs";
 
 let planJson = null;
 let controlsJson = null;
@@ -200,6 +200,7 @@ async function boot(msg) {
       pyodide = await watched(loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: bytes,
                                            createPyodideModule: growingFactory(factory, bytes.length, dataRebuilder(bytes, patch))}));
       if (pyodide.version !== msg.pyodideVersion) throw new Error(`runtime ${pyodide.version}, snapshot made with ${msg.pyodideVersion}`);
+      pyodide.runPython(RESTORED_PY);
       pyodide.runPython("import composer.render\nassert composer.render._BROWSER is not None");
     } catch (err) {
       if (err instanceof IntegrityError) throw err;
