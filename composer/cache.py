@@ -34,6 +34,8 @@ MODULE_BOUNDS: dict[str, int] = {
     "api.context_from_json": 8,     # (recipe JSON, catalogue JSON) → RecipeContext: the recipes a worker shows
     "convert._fields": 128,         # a schema dataclass → its fields (composer.schema has ~40 classes)
     "jinja-templates": 64,          # compiled Jinja2 templates of the renderer (site_src has < 20)
+    "keypaths._joined": 4096,       # (key pattern parts, hole values) → key path text: the layers' paths
+    "memory.group_layout": 1024,    # (full, sliding, linear) layer counts → vLLM's KV cache groups
 }
 """Process-wide memos (``functools.lru_cache`` and the renderer's template
 cache) and their bounds; each ``RecipeContext`` also holds at most ``BOUNDS``

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 _HOLE = re.compile(r"<([a-z_]+)>")
@@ -87,11 +88,17 @@ class KeyPath:
         return self._join(parts[:2 * holes.index(hole) + 2])
 
     def _join(self, parts: tuple[str, ...]) -> str:
-        vals = dict(self.values)
-        return "".join(p if i % 2 == 0 else vals[p] for i, p in enumerate(parts))
+        return _joined(parts, self.values)
 
     def __str__(self) -> str:
         return self.text
+
+
+@lru_cache(maxsize=4096)  # every composed command names each layer's key path: a few hundred distinct ones
+def _joined(parts: tuple[str, ...], values: tuple[tuple[str, str], ...]) -> str:
+    """``parts`` (literal text and hole names alternating) with the holes filled from ``values``."""
+    vals = dict(values)
+    return "".join(p if i % 2 == 0 else vals[p] for i, p in enumerate(parts))
 
 
 def patterns(prefix: str, *fields: str, subject: Subject | None = None) -> tuple[KeyPattern, ...]:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import lru_cache
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import TYPE_CHECKING, Mapping, Optional
@@ -271,6 +272,10 @@ class Capacity:
     dp_ranks: int = 1
     """DP ranks of the replica when ``kv_tokens`` counts one of them
     (``token_scope``), else 1."""
+    replicas: int = 1
+    """Replicas of the deployment when each node holds one (TP+DP:
+    ``StrategyKind.replica_per_node``, ``Layout.dp``): the figures are one
+    replica's, and a node more is a replica more."""
 
     @property
     def weights_fit(self) -> bool:
@@ -320,6 +325,21 @@ class Capacity:
                          f"{self.max_model_len:,} tokens per request: {self.concurrency:.2f}x")
         return tuple(lines)
 
+    def shortfall(self, where: str) -> str:
+        """Why this capacity does not hold the weights or leaves no KV-cache
+        room on ``where`` (e.g. "2 × H100"), in one clause of one unit: the
+        node-count reasons list one per count (a fresh user read the whole
+        ``describe`` per count as one paragraph mixing GB and GiB). The
+        weights are compared in the recipe's and the taxonomy's GB (the
+        node-count rule's figures), the KV room in vLLM's GiB per GPU."""
+        if self.weights_gb is not None and not self.weights_fit:
+            return (f"the weights do not fit on {where}: {size_text(self.weights_gb, self.weights_raw_gb)} is "
+                    f"{round(100 * (self.share or 0))} % of its {self.hbm_gb:g} GB (the vendors' figure).")
+        if self.kv_gib is not None and self.kv_gib <= 0:
+            return (f"no memory is left for the KV cache on {where}: {self.kv_gib:.2f} GiB per GPU once vLLM "
+                    "subtracts the weights, the activation peak and the CUDA graphs.")
+        return self.describe(where)
+
     def describe(self, where: str) -> str:
         if self.weights_gb is None:
             return f"The recipe gives no weight size; capacity on {where} was not checked."
@@ -356,6 +376,10 @@ class Capacity:
                 text += (f"; the {self.dp_ranks} DP ranks each hold their own: {self.kv_tokens * self.dp_ranks:,} "
                          f"tokens, {self.concurrency * self.dp_ranks:.2f}x of {self.max_model_len:,}-token requests "
                          f"in all")  # a fresh user read "87.83x in all" as the 32k-context figure beside it
+            if self.replicas > 1:  # a fresh user did not see that TP+DP's lever is more nodes, i.e. replicas
+                text += (f"; the {self.replicas} replicas (one per node) each hold their own: "
+                         f"{self.kv_tokens * self.replicas:,} tokens, {self.concurrency * self.replicas:.2f}x of "
+                         f"{self.max_model_len:,}-token requests in all, and each node more adds a replica")
         else:
             text += f" (tokens not estimated: {self.no_tokens_reason or GEOMETRY_UNKNOWN})"
         text += "."
@@ -678,6 +702,7 @@ def _kv_geometry_of(facts: ModelFacts, tp: int, pp: int, kv_dtype: str | None, b
     return KvGeometry(full, sliding, linear, per, state, window, bs, tuple(notes), groups, page_layers)
 
 
+@lru_cache(maxsize=1024)  # a pure function of three counts, asked ~30 times per capacity
 def group_layout(full: int, sliding: int, linear: int) -> tuple[int, tuple[int, int, int]]:
     """``(group size, (full, sliding, linear) group counts)`` of vLLM's KV
     cache groups for layer counts by kind (``kv_cache_planning.py:521-541``
@@ -888,7 +913,7 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
     return Capacity(weights, gpus, hbm, flags.util, usable, round(raw_gb, 1), 0.0, kv_gb, tokens, mml, explicit,
                     lay.token_scope, total, requested, w_gib, kv_gib, tuple(terms), conc, context, ctx_conc,
                     tuple(notes), (), world, why_none, auto_from, fn, holds,
-                    lay.dp if lay.token_scope else 1)
+                    lay.dp if lay.token_scope else 1, lay.dp if lay.kind.replica_per_node else 1)
 
 
 def auto_fit_length(geo: "KvGeometry", kv_gib: float, original: int, dcp: int, batched: int, batches: int) -> int:

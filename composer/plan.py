@@ -305,14 +305,17 @@ def _where(lay, hwname: str, pool: str | None = None, total: int = 0) -> str:
 
 
 def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, notices: Notices,
-                 grow=None) -> CapacityCheck:
+                 grow=None, lite: bool = False) -> CapacityCheck:
     """The memory model of one replica, with the memory flags of its composed
     command (``composer.memory.Flags``), the levers that move it most and, when
     the KV cache cannot hold one sequence of the max-model-len in force (vLLM
     refuses to start: ``kv_cache_planning.py:50-87``), an error notice
     ``kv-capacity`` with one-click fixes — a warning ``kv-capacity-disagrees``
     when the recipe marks the configuration verified. ``grow(n)`` is the layout
-    on ``n`` nodes (None: the node count is fixed); notices for idle GPUs too."""
+    on ``n`` nodes (None: the node count is fixed); notices for idle GPUs too.
+    ``lite`` (``lite_plan_error``): the levers, which only the capacity text
+    reads, are left out of a capacity that fits and holds one sequence (no
+    error can quote them; no launch rule reads them)."""
     from composer.dimensions import CONTEXTS
     from composer.memory import Flags, with_levers
 
@@ -322,6 +325,8 @@ def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, noti
     def at(layout=lay, f=flags, **changes):  # changes: Flags fields (util=0.95)
         return capacity(ctx, layout, sel.hardware, sel.variant, util, sel.task, flags=replace(f, **changes) if changes else f)
 
+    if lite and cap.fits and not (cap.weights_fit and (cap.kv_gib or 0) > 0 and not cap.holds_one_sequence):
+        return cap.check(scope, where, _host_kv_gib(ctx, sel, cmd, lay))
     fp8 = at(f=replace(flags, kv_dtype="fp8")) if cap.tokens_for is not None and (flags.kv_dtype or "auto") in (
         "auto", "bfloat16", "float16") else None
     more = None
@@ -562,7 +567,8 @@ def build_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
                 endpoints.append(f"http://{host}:{flag_value(cmd.argv, '--port') or '8000'}")
     grow = (lambda n: layout_for(ctx, sel, n)) if deploy != "single_node" else None
     caps = [_capacity_of(ctx, sel, lay, util, cmds[0], "deployment",
-                         _where(lay, hwname) + (f", each of {sel.instances} instances" if many else ""), notices, grow)]
+                         _where(lay, hwname) + (f", each of {sel.instances} instances" if many else ""), notices, grow,
+                         lite)]
     if many:
         cmds.append(_store_router(ctx, sel, endpoints))
     elif len(endpoints) > 1:
@@ -634,7 +640,7 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
                 endpoints[name].append(f"http://${upper}_NODE_{rank + 1}:{port}")
         assert first is not None  # a pool has at least one node
         caps.append(_capacity_of(ctx, sel, lay, util, first, name, _where(lay, hwname, name, total), notices,
-                                 lambda n, _name=name, _mode=pool.mode: pool_layout(ctx, sel, _name, _mode, n)))
+                                 lambda n, _name=name, _mode=pool.mode: pool_layout(ctx, sel, _name, _mode, n), lite))
     cmds.append(_router(ctx, sel, endpoints))
     return cmds, caps
 

@@ -94,7 +94,7 @@ def layout_ok(ctx: RecipeContext, sel: Selection, lay: Layout, pool: str | None 
         if cap.weights_fit and (cap.kv_gib or 0) > 0:
             return (f"on {where} the KV cache holds {cap.concurrency or 0:.2f}x of one sequence of "
                     f"--max-model-len {cap.max_model_len:,} (~{cap.kv_tokens or 0:,} tokens).")
-        return cap.describe(where)
+        return cap.shortfall(where)
     return None
 
 
@@ -598,7 +598,7 @@ def raise_reasons(ctx: RecipeContext, sel: Selection, want: int, floor: int, got
         why = layout_ok(ctx, sel, make(k), pool)
         if why:
             reasons.append(f"{k} nodes: {why}")
-    return " ".join(reasons)
+    return " ".join(reasons)  # each reason one sentence (``Capacity.shortfall``)
 
 
 def resolve_cuda(ctx: RecipeContext, req: Request, hw: str, variant: str, n: Notices) -> str | None:

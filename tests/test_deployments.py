@@ -59,7 +59,7 @@ def test_pd_pool_that_cannot_hold_the_weights_is_raised_with_the_reason(plan):
     p = plan("hardware=gb200&strategy=pd_cluster&prefill_nodes=2&prefill_mode=tep")
     assert p["selection"]["prefill_nodes"] == 3
     (n,) = [n for n in p["notices"] if n["code"] == "nodes-raised"]
-    assert "from 2 to 3" in n["message"] and "of the 1536 GB the taxonomy lists" in n["message"] and "do not fit" in n["message"]
+    assert "from 2 to 3" in n["message"] and "109 % of its 1536 GB" in n["message"] and "GiB" not in n["message"] and "do not fit" in n["message"]
     opt = next(o for o in p["options"]["prefill_nodes"] if o["id"] == "2")
     assert opt["disabled"] and "1536 GB" in opt["reason"]
     # 5 trays' TP 20 does not divide K3's 96 attention heads.
@@ -449,3 +449,17 @@ def test_every_pd_pool_mode_option_says_what_the_mode_does():
         assert all(o["description"] == KINDS[o["id"]].pool_help != "" for o in opts)
         assert len({o["description"] for o in opts}) == len(opts)
     assert all(k.pool_help for k in KINDS.values() if k.pool)
+
+
+@pytest.mark.parametrize("nodes", [2, 3])
+def test_tp_dp_capacity_counts_every_replica_and_names_the_lever(plan, nodes):
+    """Fresh-user finding: TP+DP's capacity line gave one replica's tokens and
+    never said that the deployment holds one per node, nor that a node more is
+    a replica more (the one lever of that strategy besides the flags)."""
+    p = plan(f"hardware=b300&strategy=multi_node_tp_dp&nodes={nodes}")
+    (cap,) = p["capacity"]
+    assert p["selection"]["nodes"] == nodes and cap["kv_tokens"]
+    assert f"the {nodes} replicas (one per node) each hold their own: {cap['kv_tokens'] * nodes:,} tokens" in cap["message"]
+    assert "each node more adds a replica" in cap["message"]
+    single = plan("hardware=b300&strategy=single_node_tp")
+    assert "replicas" not in single["capacity"][0]["message"]
