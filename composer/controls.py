@@ -34,6 +34,7 @@ def build_options(ctx: RecipeContext, sel: Selection, canon: Request, notices=()
     for _, builder in BUILDERS:
         opts.update(builder(ctx, sel, base))
     _disable_errors(ctx, sel, base, opts)
+    _advanced_pairs(ctx, sel, opts)
     for items in opts.values():
         for item in items:
             item.setdefault("description", "")
@@ -66,9 +67,10 @@ def group_options(ctx: RecipeContext, query, group: str) -> list[dict]:
 def why_lines(options) -> list[tuple[str, str]]:
     """The "Why N unavailable" list of a group: one ``(labels, reason)`` line
     per distinct reason, in option order (README: "one line per distinct
-    reason"). Reasons that differ only in their numbers are one line, the
-    numbers that vary listed, runs of consecutive ones as a range ("TP 40,
-    56, 64 … does not divide …"), the labels too ("5, 7–11, 13–16")."""
+    reason"). Reasons that differ only in one number (besides the option's
+    own label) are one line, the numbers that vary listed, runs of
+    consecutive ones as a range ("TP 40, 56, 64 … does not divide …"), the
+    labels too ("5, 7–11, 13–16"); reasons that differ in more stay apart."""
     import re
 
     # A number with thousands separators ("458,946 tokens") is one number, never two; digits that are
@@ -83,6 +85,14 @@ def why_lines(options) -> list[tuple[str, str]]:
     for shape, opts in groups.items():
         texts = [o["reason"] for o in opts]
         numbers = [re.findall(number, t) for t in texts]
+        # One varying number reads as a list ("TP 40, 56 does not divide"); several do not ("holds 0.44,
+        # 0.94x … (~458,946; 986,025 tokens)", a fresh user's finding): then each reason is its own line.
+        # A number that is the option's own label ("on 3 × H100" for 3 nodes) does not count.
+        varying = [i for i in range(len(numbers[0])) if len({n[i] for n in numbers}) > 1
+                   and any(n[i] != str(o["label"]) for n, o in zip(numbers, opts))]
+        if len(varying) > 1:
+            out += [(str(o["label"]), o["reason"]) for o in opts]
+            continue
         pieces = shape.split("#")
         reason = pieces[0]
         for i, piece in enumerate(pieces[1:]):
@@ -325,16 +335,75 @@ def _feature_modes(ctx: RecipeContext, sel: Selection, base: Request) -> dict[st
 
 
 def _advanced(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
-    """The Advanced knobs the strategy shows, as toggles."""
+    """The Advanced knobs the strategy shows, as toggles. One whose every flag
+    the commands already have with its value says who sets it, first in its
+    description (``_in_force``; a fresh user saw "gpu-memory-utilization 0.95"
+    unticked beside commands that all had it). It stays a choice: the seed
+    wants the toggle to give another UI state although "toggling this
+    typically won't change the final command"."""
     items = []
     for k in ctx.advanced_knobs(sel.strategy):
         on = k.id in sel.advanced
         new = tuple(x for x in sel.advanced if x != k.id) if on else sel.advanced + (k.id,)
+        who = None if on else _in_force(ctx, sel, k.args)
+        said = f"Already in force ({who}: {' '.join(k.args)}): ticking it changes no flag. " if who else ""
         items.append({
-            "id": k.id, "label": k.label, "description": k.description, "selected": on,
+            "id": k.id, "label": k.label, "description": said + k.description, "selected": on,
             "disabled": False, "reason": None, "query": base.with_values(advanced=list(new) or None).query(),
         })
     return {"advanced": items}
+
+
+def _in_force(ctx: RecipeContext, sel: Selection, args) -> str | None:
+    """Who sets every flag of ``args`` (an Advanced knob's tokens) with the
+    same value in the command of each role of ``sel`` (the head's; for P/D
+    each pool's) — the person's name of the first one's layer
+    (``composer.plan.source_label``) — or None when a command lacks one or
+    has another value. The layers composed without the topology
+    (``composer.layers.compose_layers`` with no spec), which no knob sets."""
+    from composer.argv import parse_tokens
+    from composer.layers import CommandSpec, compose_layers
+    from composer.plan import source_label
+
+    try:
+        units = parse_tokens(list(args))
+    except ValueError:
+        return None
+    specs = [CommandSpec(p, 0, (), p) for p in POOLS] if ctx.strategy(sel.strategy).deploy_type == "pd_cluster" else [None]
+    who = None
+    for spec in specs:
+        argv, _, _ = compose_layers(ctx, sel, spec)
+        for unit in units:
+            entry = argv.get(unit.key)
+            if entry is None or entry.unit != unit:
+                return None
+            who = who or source_label(ctx, entry.source)
+    return who
+
+
+def _advanced_pairs(ctx: RecipeContext, sel: Selection, opts: dict[str, list[dict]]) -> None:
+    """An Advanced knob disabled by an error whose fix names a flag another
+    knob sets says so when ticking both works ("With Advanced
+    max-num-batched-tokens 8192 too it works."): a fresh user was told to
+    raise --max-num-batched-tokens beside a knob that does exactly that.
+    Costs a plan only for such a pair."""
+    items = opts.get("advanced", [])
+    knobs = {k.id: k for k in ctx.advanced_knobs(sel.strategy)}
+    for item in items:
+        if not item["disabled"] or not item["reason"]:
+            continue
+        for other in items:
+            if other is item or other["selected"] or other["disabled"]:
+                continue
+            knob = knobs.get(other["id"])
+            flag = knob.args[0] if knob and knob.args else None
+            if not flag or flag not in item["reason"]:
+                continue
+            both = parse_query(item["query"])
+            both = both.with_values(advanced=[a for a in (both.get("advanced") or "").split(",") if a] + [other["id"]])
+            if _error(ctx, both) is None:
+                item["reason"] += f" With Advanced {other['label']} too it works (tick both)."
+                break
 
 
 def _task(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
@@ -514,19 +583,21 @@ def _with_strategy(ctx: RecipeContext, sel: Selection, base: Request, works, **v
 
 
 def _strategies_unavailable(ctx: RecipeContext, sel: Selection, base: Request, strategies: list[str]) -> str:
-    """" Here <strategy> is unavailable: <why>." for the first of ``strategies``
-    (those an option is offered with), or "" when there are none: a reason
-    "offered only with Single-node TP" must not send the user to an option
-    that is itself disabled (GLM-5.1 on H100, a new user's finding). The why
-    is the strategy's own block reason on this hardware or its plan's first
-    error."""
+    """" <strategy>, which it is offered with, cannot run here: <why>" for
+    the first of ``strategies`` (those an option is offered with), or "" when
+    there are none: a reason "offered only with Single-node TP" must not send
+    the user to an option that is itself disabled (GLM-5.1 on H100, a new
+    user's finding), and the sentence names its link to the option (a later
+    fresh user read "Here Single-node TP is unavailable" after LMCache's P/D
+    reason as a stray line). The why is the strategy's own block reason on
+    this hardware or its plan's first error."""
     for s in strategies:
         why = ctx.strategy_block_reason(s, sel.hardware)
         if why is None:
             query = base.with_values(strategy=s, nodes=None, hardware=sel.hardware, **PD_KEYS)
             why = _error(ctx, query)
         if why:
-            return f" Here {ctx.strategy_label(s)} is unavailable: {why}"
+            return f" {ctx.strategy_label(s)}, which it is offered with, cannot run here: {why}"
     return ""
 
 

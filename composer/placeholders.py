@@ -23,7 +23,7 @@ MEANINGS: tuple[tuple[str, str, str], ...] = (
     (r"IFACE_NAME", "Network interface the nodes use to reach each other (NCCL/Gloo). Not simply the default route's, "
                     "which is often the slow management NIC: pick the fast fabric's. ip -br addr lists the interfaces "
                     "with their addresses; ibstat or ibv_devinfo shows the InfiniBand/RoCE ports, and ibdev2netdev "
-                    "names the interface of each.", "eth0"),
+                    "names the interface of each.", "ib0"),
     (r"ROUTER_HOST", "Host name or IP address of the machine that runs the router.", "10.0.0.100"),
     (r"PREFILL_NODE_(\d+)", "IP address of prefill node {0} (the first node of a multi-node pool is its head).", "10.0.1.{0}"),
     (r"DECODE_NODE_(\d+)", "IP address of decode node {0} (the first node of a multi-node pool is its head).", "10.0.2.{0}"),

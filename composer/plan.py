@@ -1051,11 +1051,16 @@ def _manifests(value: object) -> Manifests | None:
 def _placeholders(commands, comps, client, form):
     """The placeholders panel (``composer.placeholders``) of the shown texts,
     each meaning followed by what the output ``form`` says of it
-    (``OutputForm.placeholder_note``)."""
-    texts = [c.text for c in commands] + [c.command for c in comps] + [client.curl, client.bench]
+    (``OutputForm.placeholder_note``); a name the form's files set themselves
+    (``OutputForm.panel_skips``) only when a companion or a client check uses it."""
+    outside = [c.command for c in comps] + [client.curl, client.bench]
+    texts = [c.text for c in commands] + outside
     in_commands = {p.name for p in placeholders([c.text for c in commands])}
+    used_outside = {p.name for p in placeholders(outside)}
     out = []
     for p in placeholders(texts):
+        if form.panel_skips(p.name) and p.name not in used_outside:
+            continue
         note = form.placeholder_note(p.name, p.name in in_commands)
         out.append(replace(p, meaning=f"{p.meaning} {note}") if note else p)
     return tuple(out)

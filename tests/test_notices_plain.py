@@ -74,7 +74,12 @@ def test_why_lines_keep_a_thousands_separated_number_whole():
 
     opts = [{"disabled": True, "label": n, "reason": f"on {n} × H100 the KV cache holds {c}x (~{t} tokens)."}
             for n, c, t in ((3, "0.44", "458,946"), (4, "0.94", "986,025"))]
-    assert why_lines(opts) == [("3, 4", "on 3, 4 × H100 the KV cache holds 0.44, 0.94x (~458,946; 986,025 tokens).")]
+    # ... and reasons that differ in more than one number besides their label stay one line each
+    # (a fresh user could not read "holds 0.44, 0.94x (~458,946; 986,025 tokens)")
+    assert why_lines(opts) == [("3", "on 3 × H100 the KV cache holds 0.44x (~458,946 tokens)."),
+                               ("4", "on 4 × H100 the KV cache holds 0.94x (~986,025 tokens).")]
+    one = [{"disabled": True, "label": n, "reason": f"on {n} × H100 the KV cache holds {c}x."} for n, c in ((3, "0.44"), (4, "0.94"))]
+    assert why_lines(one) == [("3, 4", "on 3, 4 × H100 the KV cache holds 0.44, 0.94x.")]
     tp = [{"disabled": True, "label": n, "reason": f"TP {8 * n} does not divide the model's 96 attention heads."}
           for n in (5, 7, 8, 9, 10, 11)]
     # never a range that claims values it does not have (TP 48 divides 96)

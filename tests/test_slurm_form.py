@@ -319,15 +319,18 @@ def test_the_router_job_reads_the_host_names_the_other_jobs_write(k3, tmp_path, 
 
 def test_the_placeholders_panel_says_which_hosts_the_jobs_set_themselves():
     """A SLURM job sets its hosts' names from SLURM_JOB_NODELIST (and the
-    router job reads them from the pool jobs' host files): the panel still
-    lists them (the checks outside the jobs use them) but says so, for
-    exactly those names (fresh-user finding: it asked for every node's IP)."""
+    router job reads them from the pool jobs' host files): the panel lists
+    such a name only when a line outside the jobs (the client checks, a
+    companion) uses it, and says so (fresh-user findings: it asked for every
+    node's IP; then ten of twelve fields of a P/D panel said the jobs set
+    them). The router job prints the host it landed on, and ROUTER_HOST's
+    meaning says where to read it."""
     from composer.forms.slurm import placeholder_note
 
     note, checked_note = placeholder_note("HEAD_IP", True), placeholder_note("IFACE_NAME", True)
     assert note != checked_note and "default" in checked_note and placeholder_note("IFACE_NAME", False) is None
     ctx = dict(our_plans())["moonshotai/Kimi-K3"]
-    checked = 0
+    listed = skipped = routers = 0
     for q in shape_queries(ctx):
         plan = compose(ctx, parse_query(q).with_values(install="slurm").query(), every_form=False)
         jobs = "\n".join(a["text"] for a in plan["output"]["artifacts"] if a["file_name"].endswith(".sbatch"))
@@ -335,12 +338,26 @@ def test_the_placeholders_panel_says_which_hosts_the_jobs_set_themselves():
         for names in re.findall(r"\$name =~ \^\(([\w|]+)\)\$", jobs):
             set_by_jobs |= set(names.split("|"))
         asked = set(re.findall(r'^: "\$\{(\w+):\?', jobs, re.M))  # checked when the job starts
+        outside = "\n".join([plan["client"]["curl"] or "", plan["client"]["bench"] or ""]
+                            + [c["command"] for c in plan["companions"]])
+        names = {p["name"] for p in plan["placeholders"]}
         for p in plan["placeholders"]:
             assert (note in p["meaning"]) == (p["name"] in set_by_jobs), (q, p["name"])
+            if p["name"] in set_by_jobs:  # listed only for a line outside the jobs
+                assert re.search(r"\$\{?" + p["name"] + r"\b", outside), (q, p["name"])
             # every other name is one the jobs check, and the panel says how its value reaches them
             assert (checked_note.replace(p["name"], "NAME") in p["meaning"].replace(p["name"], "NAME")) == (p["name"] in asked), (q, p["name"])
-            assert p["name"] in set_by_jobs or p["name"] in asked or p["name"] not in jobs, (q, p["name"])
-            checked += p["name"] in set_by_jobs
+            assert p["name"] in set_by_jobs or p["name"] in asked or not re.search(r"\$\{?" + p["name"] + r"\b", jobs), (q, p["name"])
+            listed += p["name"] in set_by_jobs
+            if p["name"] == "ROUTER_HOST":
+                assert "router.sbatch prints it" in p["meaning"], q
+        skipped += len(set_by_jobs - names)
+        if "router.sbatch" in {a["file_name"] for a in plan["output"]["artifacts"]}:
+            routers += 1
+            assert re.search(r'^echo "router: http://\$\{NODES\[0\]\}:\d+ ', jobs, re.M), q
         pip = compose(ctx, parse_query(q).with_values(install="pip").query(), every_form=False)
         assert not any(note in p["meaning"] for p in pip["placeholders"])
-    assert checked > 20
+        # the pip form asks for every name its commands use
+        used = {n for n in set_by_jobs if any(re.search(r"\$\{?" + n + r"\b", c["text"]) for c in plan["commands"])}
+        assert used <= {p["name"] for p in pip["placeholders"]}, q
+    assert listed > 5 and skipped > 20 and routers > 2, (listed, skipped, routers)

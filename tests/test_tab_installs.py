@@ -171,6 +171,17 @@ def test_download_all_of_config_files_writes_each_nodes_yaml_beside_its_script(q
         for y in yamls:  # each node's script starts vLLM from its own file
             script = next(a for a in arts if a["command"] == y["command"] and a["media_type"] == "text/x-shellscript")
             assert f"--config {y['file_name']}" in script["text"]
-    for form in ("k8s", "slurm"):
-        other = compose(ctx, query.replace("install=config", f"install={form}"), every_form=False)
-        assert other["output"]["bundle"] is None
+    k8s = compose(ctx, query.replace("install=config", "install=k8s"), every_form=False)
+    assert k8s["output"]["bundle"] is None  # one manifest file: its own Download
+    # The SLURM form's jobs (three for P/D): Download all writes them as they are, not executable
+    # (a fresh user's finding: the config form had Download all, SLURM's three jobs none).
+    slurm = compose(ctx, query.replace("install=config", "install=slurm"), every_form=False)
+    jobs = [a for a in slurm["output"]["artifacts"] if a["command"] is None and a["companion"] is None]
+    if len(jobs) < 2:
+        assert slurm["output"]["bundle"] is None
+        return
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run(["bash", "-c", slurm["output"]["bundle"]["text"]], cwd=d, check=True, capture_output=True)
+        assert sorted(p.name for p in Path(d).iterdir()) == sorted(a["file_name"] for a in jobs)
+        for a in jobs:
+            assert (Path(d) / a["file_name"]).read_text() == a["text"] and not os.access(Path(d) / a["file_name"], os.X_OK)

@@ -52,7 +52,11 @@ class OutputForm:
     building it; ``placeholder_note(name, in_commands)``: what the form adds
     to the meaning of placeholder ``name`` in the placeholders panel, or None
     (the SLURM jobs set the hosts' names themselves and check the other values
-    the node commands use: ``in_commands`` says whether they use ``name``); ``runs_companions``: its own
+    the node commands use: ``in_commands`` says whether they use ``name``);
+    ``panel_skips(name)``: the form's own files set ``name`` themselves, so
+    the panel leaves it out unless a line outside them (a companion, the
+    client checks) uses it (the SLURM jobs' host names: a fresh user found ten
+    of twelve fields of a P/D panel saying the jobs set them); ``runs_companions``: its own
     files start the companion processes too (the Kubernetes manifests' side
     containers), so a file list needs no companion scripts beside them."""
 
@@ -66,6 +70,7 @@ class OutputForm:
     plan_key: Optional[str] = None
     detail: Optional[Callable[[FormInput], object]] = None
     placeholder_note: Callable[[str, bool], Optional[str]] = lambda name, in_commands: None
+    panel_skips: Callable[[str], bool] = lambda name: False
     runs_companions: bool = False
 
 
@@ -109,6 +114,7 @@ def output(form_id: str, inp: FormInput, detail: object) -> Output:
     """The plan's ``output``: the selected form's files (first) and every
     command's runnable script, each an ``Artifact``."""
     from composer.run_forms import script
+    from composer.shell import comment
 
     form = FORMS[form_id]
     files, reason = form.files(inp, detail)
@@ -121,8 +127,12 @@ def output(form_id: str, inp: FormInput, detail: object) -> Output:
     # A file of one command's tab (a node's config YAML) goes into "Download all" beside the scripts;
     # a whole-plan file (the manifests, the sbatch jobs) is the form's own download.
     own = tuple(a for a in files if a.command is not None or a.companion is not None)
-    whole = len(own) < len(files)
+    whole = tuple(a for a in files if a.command is None and a.companion is None)
     pack = bundle(name, inp.summary, every, own) if len(every) > 1 and not whole else None
+    if len(whole) > 1:  # the form's own files, several of them (a P/D plan's three sbatch jobs: a fresh user's finding)
+        pack = bundle(f"{inp.ctx.recipe_id.split('/')[-1]}-{inp.sel.hardware}-{form.id}.sh", inp.summary, (), whole,
+                      how=f"Writes this plan's {form.label} files into the current directory: "
+                          + comment(", ".join(a.file_name for a in whole)) + ". Each file's note says how to use it.")
     return Output(form.id, form.label, files + scripts + helpers, reason, pack)
 
 
@@ -130,11 +140,14 @@ BUNDLE_END = "VLLM_CONFIGURATOR_EOF"
 """The here-document delimiter of ``bundle`` (a longer one is used when a script holds this line)."""
 
 
-def bundle(file_name: str, summary: str, scripts: tuple[Artifact, ...], files: tuple[Artifact, ...] = ()) -> Artifact:
+def bundle(file_name: str, summary: str, scripts: tuple[Artifact, ...], files: tuple[Artifact, ...] = (),
+           how: str | None = None) -> Artifact:
     """One script that writes every script of a plan into the current
     directory (quoted here-documents: nothing in them expands) and makes them
     executable; the page's "Download all". ``scripts`` in the order to run;
-    ``files``: the files they read (each node's config YAML), written first."""
+    ``files``: the files they read (each node's config YAML), written first.
+    ``how``: the header's one line instead (the whole-plan files of a form
+    alone: the sbatch jobs, written as they are, not made executable)."""
     from composer.shell import comment, quote
 
     texts = "\n".join(a.text for a in files + scripts)
@@ -146,7 +159,9 @@ def bundle(file_name: str, summary: str, scripts: tuple[Artifact, ...], files: t
              f"# Writes this plan's {what} into the current directory; copy each to its node and run it there,",
              "# in this order: " + comment(", ".join(a.file_name for a in scripts)) + ".",
              "set -euo pipefail", ""]
-    if files:
+    if how is not None:
+        lines[2:4] = [f"# {comment(how)}"]
+    elif files:
         lines[4:4] = ["# Each node's script reads its config file (" + comment(", ".join(a.file_name for a in files))
                       + "): copy it along."]
     for a in files:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from composer.argv import flag_value
 from composer.forms import FormInput, OutputForm
 from composer.outputs import Artifact, Command
 from composer.run_forms import TOOL_ENV
@@ -156,6 +157,9 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
                  f"Runs {comment(cmds[0].install)} first unless {comment(cmds[0].argv[0])} is on PATH (the "
                  "environment the job was submitted from)." if cmds[0].install else "")
     lines += [f"# {installed}"] if installed else []
+    # A server runs until stopped: a partition's default time limit would end it (fresh-user finding).
+    lines.append("# No #SBATCH --time is set: the partition's default limit applies and ends the job when reached; "
+                 "add one your site allows (e.g. #SBATCH --time=7-00:00:00).")
     lines += ["set -euo pipefail", "",
               f"EXPECTED_NODES={nodes}",
               'if [ "${SLURM_JOB_NUM_NODES:-}" != "$EXPECTED_NODES" ]; then',
@@ -183,6 +187,10 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
         lines.append(f"export {ph}")
     if hosts_for_router:  # after every check: a job that stops here leaves no host names behind
         lines += _write_hosts(name, _router_hosts(pool, nodes))
+    routers = [c for c in cmds if c.role == "router"]
+    if routers:  # where to send requests (a fresh user found no word of the host the router job landed on)
+        port = flag_value(routers[0].argv, "--port") or "30000"
+        lines.append(f'echo "router: http://${{NODES[0]}}:{port} (ROUTER_HOST=${{NODES[0]}} for the page\'s checks)"')
     lines += ["", "start_node() {",
               '  local rank="$SLURM_NODEID"',
               '  if [ "${SLURM_PROCID:-}" != "$rank" ]; then',
@@ -268,13 +276,22 @@ def placeholder_note(name: str, in_commands: bool) -> Optional[str]:
     ``jobWithValues``), which a value exported before ``sbatch`` overrides
     (fresh-user finding: the job refused to start with IFACE_NAME filled in on
     the page)."""
+    if name == "ROUTER_HOST":  # the checks' address of the router job (echoed by sbatch: ``sbatch``)
+        return ("router.sbatch prints it when it starts: the line \"router: http://<host>:<port>\" in its output "
+                "file (slurm-<job id>.out).")
     if not _JOB_HOSTS.fullmatch(name):
         return None if not in_commands else (f"The sbatch jobs check it when they start: a value here is written into the downloaded and copied "
                 f"jobs as its default; a value exported before sbatch wins ({name}=… sbatch <job>.sbatch), and with "
                 f"neither the job stops and says so.")
     return ("The sbatch jobs set it themselves from the hosts SLURM gives them (SLURM_JOB_NODELIST): a value here "
-            "is only for what runs outside them, the checks below or a node's own script. The job's hosts, in node "
+            "is only for what runs outside them, the checks below. The job's hosts, in node "
             "order: scontrol show hostnames \"$(squeue -h -j <job id> -o %N)\".")
+
+
+def panel_skips(name: str) -> bool:
+    """A host name the jobs set themselves (``_JOB_HOSTS``): the panel lists it
+    only for a line outside the jobs that uses it (``OutputForm.panel_skips``)."""
+    return bool(_JOB_HOSTS.fullmatch(name))
 
 
 FORM: OutputForm = OutputForm(
@@ -284,4 +301,5 @@ FORM: OutputForm = OutputForm(
     command_text=lambda cmd: cmd.pip_text,
     files=files,
     placeholder_note=placeholder_note,
+    panel_skips=panel_skips,
 )

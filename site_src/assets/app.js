@@ -127,9 +127,17 @@
     if (!dock) return;
     const summary = document.querySelector("#summary .summary-text");
     document.getElementById("dock-summary").textContent = summary ? summary.textContent : "";
-    const code = document.querySelector('#commands .panel:not([hidden]) pre code') || document.querySelector("#commands pre code");
-    const lines = code ? code.textContent.split("\n").filter((l) => l && !l.startsWith("export ")) : [];
-    document.getElementById("dock-command").textContent = (lines[0] || "").replace(/\s*\\$/, "") + (lines.length > 1 ? " …" : "");
+    const panel = document.querySelector("#commands .panel:not([hidden])");
+    let text;
+    if (panel && panel.dataset.role === "file") {  // a form's files (sbatch jobs, a manifest): their names, not a shebang
+      const names = [...panel.querySelectorAll("button.download[data-name]")].map((b) => b.dataset.name);
+      text = names.length ? names.join(", ") : "";
+    } else {
+      const code = (panel && panel.querySelector("pre code")) || document.querySelector("#commands pre code");
+      const lines = code ? code.textContent.split("\n").filter((l) => l && !l.startsWith("export ") && !l.startsWith("#")) : [];
+      text = (lines[0] || "").replace(/\s*\\$/, "") + (lines.length > 1 ? " …" : "");
+    }
+    document.getElementById("dock-command").textContent = text;
     const show = narrow.matches && !commandsInView && !view.embed;
     dock.hidden = !show;
     document.body.classList.toggle("has-dock", narrow.matches && !view.embed);
@@ -539,7 +547,10 @@
     }
     const dl = ev.target.closest("button.download-all");
     if (!dl || !plan.output.bundle) return;
-    downloadText(scriptWithValues(plan.output.bundle.text), plan.output.bundle.media_type, dl.dataset.name);
+    // The bundle of a form's whole-plan files (the sbatch jobs) takes the values as those files' Download does.
+    const whole = plan.output.artifacts.some((a) => a.command == null && a.companion == null);
+    const text = plan.output.bundle.text;
+    downloadText(whole ? jobWithValues(text, phValues()) : scriptWithValues(text), plan.output.bundle.media_type, dl.dataset.name);
   });
   document.getElementById("commands").addEventListener("keydown", (ev) => {
     const tab = ev.target.closest('[role="tab"]');

@@ -84,7 +84,7 @@ def test_config_file_tabs_copy_and_download_equal_the_cli(page, server, start):
 
 
 @pytest.mark.parametrize("start", ["hardware=h200&nodes=2&strategy=multi_node_tp", "hardware=gb200&strategy=pd_cluster"])
-def test_slurm_tab_copy_and_download_equal_the_cli(page, server, start):
+def test_slurm_tab_copy_and_download_equal_the_cli(page, server, start, tmp_path):
     query = open_form(page, server, start, "slurm")
     expected = cli_files(query, "slurm")
     tab = page.locator("#tab-slurm")
@@ -93,6 +93,21 @@ def test_slurm_tab_copy_and_download_equal_the_cli(page, server, start):
     names = [check_block(page, blocks.nth(j), expected) for j in range(blocks.count())]
     assert set(names) == ({names[0]} if None in expected else set(expected))
     assert names == (["serve.sbatch"] if "multi_node" in start else ["prefill.sbatch", "decode.sbatch", "router.sbatch"])
+    # Several jobs: Download all writes each as the CLI prints it (a fresh user's finding: SLURM had none).
+    everything = page.locator("#panel-slurm button.download-all")
+    assert everything.count() == (len(names) > 1)
+    if len(names) > 1:
+        bundle = Path(download(page, everything).path()).read_text()
+        out = tmp_path / "all"
+        out.mkdir()
+        subprocess.run(["bash", "-c", bundle], cwd=out, check=True, capture_output=True)
+        assert {f.name: f.read_text() for f in out.iterdir()} == expected
+    # Long lines wrap inside every shown block, at every width (the jobs' error lines were cut off).
+    for width in (1440, 900, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        cut = page.evaluate("() => [...document.querySelectorAll('#commands pre')].filter((p) => p.offsetParent"
+                            " && p.scrollWidth > p.clientWidth + 1).map((p) => p.className)")
+        assert cut == [], width
 
 
 def test_another_form_opens_on_its_own_first_tab(page, server):

@@ -145,3 +145,13 @@ def test_explain_fits_1280(page, server, theme):
     right = page.evaluate("""() => document.querySelector('#panel-0 tr[data-flag="--max-num-seqs"] td:nth-child(4)').getBoundingClientRect().right""")
     assert right <= 1280
     assert not axe_violations(page)
+
+
+def test_phone_dock_names_the_sbatch_jobs_not_a_shebang(page, server):
+    """Fresh-user finding: in the SLURM form the dock's "first command line"
+    was ``#!/usr/bin/env bash``; a form's whole-plan files are named instead."""
+    page.set_viewport_size(PHONE)
+    page.goto(server + K3 + "?hardware=gb200&strategy=pd_cluster&install=slurm")
+    wait_ready(page)
+    dock = dock_in_first_screen(page)
+    assert dock["command"] == "prefill.sbatch, decode.sbatch, router.sbatch"
