@@ -361,3 +361,25 @@ def test_the_placeholders_panel_says_which_hosts_the_jobs_set_themselves():
         used = {n for n in set_by_jobs if any(re.search(r"\$\{?" + n + r"\b", c["text"]) for c in plan["commands"])}
         assert used <= {p["name"] for p in pip["placeholders"]}, q
     assert listed > 5 and skipped > 20 and routers > 2, (listed, skipped, routers)
+
+
+def test_a_recipes_router_port_never_reaches_the_router_jobs_echo_as_shell(tmp_path):
+    """Adversarial finding: router.sbatch's "router: http://host:PORT" line took
+    the recipe's router port unescaped inside double quotes, so a port of
+    '30000$(touch …)' ran a command. Only digits reach that line."""
+
+    from tests.conftest import k3_recipes_copy
+
+    def edit(data):
+        data.setdefault("strategy_overrides", {}).setdefault("pd_cluster", {})["router"] = {
+            "port": '30000$(touch PWNED)"; touch PWNED2; echo "'}
+
+    root = k3_recipes_copy(tmp_path, edit)
+    from composer.api import make_context
+    from composer.buildtime.loader import load_catalog, load_recipe
+
+    ctx = make_context("moonshotai/Kimi-K3", load_recipe(root, "moonshotai/Kimi-K3"), load_catalog(root))
+    plan = compose(ctx, "hardware=h100&strategy=pd_cluster&install=slurm", every_form=False)
+    job = next(a["text"] for a in plan["output"]["artifacts"] if a["file_name"] == "router.sbatch")
+    line = next(ln for ln in job.splitlines() if ln.startswith('echo "router: '))
+    assert "$(" not in line and "PWNED" not in line and ":<port>" in line

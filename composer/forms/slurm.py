@@ -190,6 +190,7 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
     routers = [c for c in cmds if c.role == "router"]
     if routers:  # where to send requests (a fresh user found no word of the host the router job landed on)
         port = flag_value(routers[0].argv, "--port") or "30000"
+        port = port if port.isascii() and port.isdigit() else "<port>"  # a recipe's value: only digits reach the line
         lines.append(f'echo "router: http://${{NODES[0]}}:{port} (ROUTER_HOST=${{NODES[0]}} for the page\'s checks)"')
     lines += ["", "start_node() {",
               '  local rank="$SLURM_NODEID"',
