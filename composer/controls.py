@@ -342,10 +342,13 @@ def _advanced(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, li
     wants the toggle to give another UI state although "toggling this
     typically won't change the final command"."""
     items = []
+    composed = None
     for k in ctx.advanced_knobs(sel.strategy):
         on = k.id in sel.advanced
         new = tuple(x for x in sel.advanced if x != k.id) if on else sel.advanced + (k.id,)
-        who = None if on else _in_force(ctx, sel, k.args)
+        if not on and composed is None:
+            composed = _role_layers(ctx, sel)
+        who = None if on else _in_force(ctx, composed or [], k.args)
         said = f"Already in force ({who}: {' '.join(k.args)}): ticking it changes no flag. " if who else ""
         items.append({
             "id": k.id, "label": k.label, "description": said + k.description, "selected": on,
@@ -354,25 +357,31 @@ def _advanced(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, li
     return {"advanced": items}
 
 
-def _in_force(ctx: RecipeContext, sel: Selection, args) -> str | None:
-    """Who sets every flag of ``args`` (an Advanced knob's tokens) with the
-    same value in the command of each role of ``sel`` (the head's; for P/D
-    each pool's) — the person's name of the first one's layer
-    (``composer.plan.source_label``) — or None when a command lacks one or
-    has another value. The layers composed without the topology
-    (``composer.layers.compose_layers`` with no spec), which no knob sets."""
-    from composer.argv import parse_tokens
+def _role_layers(ctx: RecipeContext, sel: Selection) -> list:
+    """The ``ArgvBuilder`` of each role of ``sel`` (the head's; for P/D each
+    pool's), composed without the topology (``composer.layers.compose_layers``
+    with no spec: no knob sets it), once per page for ``_in_force``."""
     from composer.layers import CommandSpec, compose_layers
+
+    specs = [CommandSpec(p, 0, (), p) for p in POOLS] if ctx.strategy(sel.strategy).deploy_type == "pd_cluster" else [None]
+    return [compose_layers(ctx, sel, spec)[0] for spec in specs]
+
+
+def _in_force(ctx: RecipeContext, composed: list, args) -> str | None:
+    """Who sets every flag of ``args`` (an Advanced knob's tokens) with the
+    same value in every role's composed argv (``composed``: ``_role_layers``)
+    — the person's name of the first one's layer
+    (``composer.plan.source_label``) — or None when a command lacks one or
+    has another value."""
+    from composer.argv import parse_tokens
     from composer.plan import source_label
 
     try:
         units = parse_tokens(list(args))
     except ValueError:
         return None
-    specs = [CommandSpec(p, 0, (), p) for p in POOLS] if ctx.strategy(sel.strategy).deploy_type == "pd_cluster" else [None]
     who = None
-    for spec in specs:
-        argv, _, _ = compose_layers(ctx, sel, spec)
+    for argv in composed:
         for unit in units:
             entry = argv.get(unit.key)
             if entry is None or entry.unit != unit:

@@ -325,7 +325,8 @@ def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, noti
     def at(layout=lay, f=flags, **changes):  # changes: Flags fields (util=0.95)
         return capacity(ctx, layout, sel.hardware, sel.variant, util, sel.task, flags=replace(f, **changes) if changes else f)
 
-    if lite and cap.fits and not (cap.weights_fit and (cap.kv_gib or 0) > 0 and not cap.holds_one_sequence):
+    short = cap.weights_fit and (cap.kv_gib or 0) > 0 and not cap.holds_one_sequence  # the kv-capacity notice's case
+    if lite and cap.fits and not short:
         return cap.check(scope, where, _host_kv_gib(ctx, sel, cmd, lay))
     fp8 = at(f=replace(flags, kv_dtype="fp8")) if cap.tokens_for is not None and (flags.kv_dtype or "auto") in (
         "auto", "bfloat16", "float16") else None
@@ -348,7 +349,7 @@ def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, noti
                     f"{scope.capitalize() if scope != 'deployment' else 'The deployment'} uses {lay.used_per_node} of the "
                     f"{lay.gpus_per_node} GPUs of each {hw.display_name} node; {idle} per node stay idle and are not "
                     "counted as capacity.", subject="gpus", old=lay.gpus_per_node, new=lay.used_per_node)
-    if cap.weights_fit and (cap.kv_gib or 0) > 0 and not cap.holds_one_sequence:
+    if short:
         _kv_capacity_notice(ctx, sel, lay, cap, scope, where, notices, fp8, grow, at)
     host = _host_kv_gib(ctx, sel, cmd, lay)
     if host is not None and hw.host_memory_gib and host > hw.host_memory_gib:

@@ -129,7 +129,7 @@ def output(form_id: str, inp: FormInput, detail: object) -> Output:
     own = tuple(a for a in files if a.command is not None or a.companion is not None)
     whole = tuple(a for a in files if a.command is None and a.companion is None)
     pack = bundle(name, inp.summary, every, own) if len(every) > 1 and not whole else None
-    if len(whole) > 1:  # the form's own files, several of them (a P/D plan's three sbatch jobs: a fresh user's finding)
+    if len(whole) > 1:  # else the form's own files, several of them (a P/D plan's three sbatch jobs: a fresh user's finding)
         pack = bundle(f"{inp.ctx.recipe_id.split('/')[-1]}-{inp.sel.hardware}-{form.id}.sh", inp.summary, (), whole,
                       how=f"Writes this plan's {form.label} files into the current directory: "
                           + comment(", ".join(a.file_name for a in whole)) + ". Each file's note says how to use it.")

@@ -339,6 +339,8 @@
   function jobWithValues(script, vals) {
     return script.replace(CHECK_LINE, (m, name) => (vals.has(name) ? ': "${' + name + ':=' + vals.get(name) + '}"' + (m.endsWith("\n") ? "\n" : "") : m));
   }
+  // A form's own file of the whole plan (an sbatch job, the manifests), not one command's or companion's.
+  const wholePlanFile = (a) => a.command == null && a.companion == null;
   function scriptWithValues(script) {  // a downloaded node or companion script with the values in
     const vals = phValues();
     if (!vals.size) return script;
@@ -499,8 +501,7 @@
       // shows them), a whole-plan file only the defaults of its checks
       // (jobWithValues), as its panel shows it.
       const artifact = plan.output.artifacts[Number(dl.dataset.artifact)];
-      const whole = artifact.command == null && artifact.companion == null;
-      const text = whole ? jobWithValues(artifact.text, phValues()) : scriptWithValues(artifact.text);
+      const text = wholePlanFile(artifact) ? jobWithValues(artifact.text, phValues()) : scriptWithValues(artifact.text);
       downloadText(text, artifact.media_type, dl.dataset.name);
     }
   });
@@ -548,9 +549,8 @@
     const dl = ev.target.closest("button.download-all");
     if (!dl || !plan.output.bundle) return;
     // The bundle of a form's whole-plan files (the sbatch jobs) takes the values as those files' Download does.
-    const whole = plan.output.artifacts.some((a) => a.command == null && a.companion == null);
     const text = plan.output.bundle.text;
-    downloadText(whole ? jobWithValues(text, phValues()) : scriptWithValues(text), plan.output.bundle.media_type, dl.dataset.name);
+    downloadText(plan.output.artifacts.some(wholePlanFile) ? jobWithValues(text, phValues()) : scriptWithValues(text), plan.output.bundle.media_type, dl.dataset.name);
   });
   document.getElementById("commands").addEventListener("keydown", (ev) => {
     const tab = ev.target.closest('[role="tab"]');

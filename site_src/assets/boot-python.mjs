@@ -17,16 +17,22 @@ composer.render.install_templates({p.name: p.read_text(encoding="utf-8") for p i
 del _t
 `;
 
-// Run by the snapshot maker only, after BOOT_PY: drop what the page never
-// needs again, so the snapshot holds less. The import caches describe the full
-// standard-library zip the build boots with; the page restores the snapshot
-// with a trimmed one (build.snapshot_stdlib_zip), so their offsets must not be
-// kept (zipimport reads the new zip's directory at its first import).
-export const DROP_PY = `
-import sys, gc, zipimport, importlib, linecache, re
+// The import caches: what zipimport and the path finders know of the
+// standard-library zip. The page restores the snapshot with a trimmed zip
+// (build.snapshot_stdlib_zip), so what they knew of the build's full one must
+// not be kept (zipimport then reads the mounted zip's directory at its first
+// import). Run by DROP_PY and RESTORED_PY.
+const CLEAR_IMPORT_CACHES_PY = `
+import sys, zipimport, importlib
 zipimport._zip_directory_cache.clear()
 sys.path_importer_cache.clear()
 importlib.invalidate_caches()
+`;
+
+// Run by the snapshot maker only, after BOOT_PY: drop what the page never
+// needs again, so the snapshot holds less.
+export const DROP_PY = CLEAR_IMPORT_CACHES_PY + `
+import gc, linecache, re
 linecache.clearcache()
 re.purge()
 gc.collect()
@@ -42,12 +48,7 @@ gc.collect()
 // importing or raising ModuleNotFoundError (an adversarial finding; measured
 // with Pyodide 314.0.7). Clearing here makes the first import read the
 // mounted zip's own directory.
-export const RESTORED_PY = `
-import sys, zipimport, importlib
-zipimport._zip_directory_cache.clear()
-sys.path_importer_cache.clear()
-importlib.invalidate_caches()
-`;
+export const RESTORED_PY = CLEAR_IMPORT_CACHES_PY;
 
 // Names in sys.modules, as JSON (printed by the snapshot maker for the build).
 export const MODULES_PY = "import json, sys; json.dumps(sorted(sys.modules))";
