@@ -78,18 +78,14 @@ def resolved_selection(ctx: RecipeContext, values: dict[str, str]) -> Selection:
 
 def raise_reason(notices, asked: int, got: int) -> str:
     """Why a node count would not be kept, for a disabled option's tooltip:
-    that count's own problem from the ``reason`` of the resolver's
-    nodes-raised/-lowered notice (which lists every count up to the one that
-    works as ``"<k> nodes: …"``), never "becomes" (the option is disabled;
-    issue 21)."""
-    import re
-
+    that count's own problem from the resolver's nodes-raised/-lowered notice
+    (``Notice.per_count``; a fresh user found the 1-node option quoting the 2-
+    and 3-node reasons too), never "becomes" (the option is disabled; issue 21)."""
     for n in notices:
-        if n.code in ("nodes-raised", "nodes-lowered") and n.reason:
-            parts = re.split(r"(?:^| )(\d+) nodes: ", n.reason)
-            own = {int(k): why.strip() for k, why in zip(parts[1::2], parts[2::2])}
-            lowered = re.sub(r" No larger count up to \d+ works\.$", "", parts[0].strip())
-            return own.get(asked) or (lowered if n.code == "nodes-lowered" else "") or n.reason
+        if n.code in ("nodes-raised", "nodes-lowered"):
+            own = dict(n.per_count).get(asked)
+            if own:
+                return own
     return f"{asked} node(s) cannot run this deployment; it needs {got}."
 
 

@@ -10,6 +10,7 @@ from composer.canonical import raise_reason, resolved_selection, resolved_with_n
 from composer.context import MAX_NODES, RecipeContext
 from composer.memory import recipe_size_text
 from composer.dimensions import DIMENSIONS, EFFECT_DIMS, POOLS, Selection
+from composer.notices import lower_first
 from composer.modes import default_mode, format_fmode, mode_block_reason, mode_label, moded_features, parse_fmode
 from composer.outputs import Option
 from composer.parallel import KINDS
@@ -70,7 +71,8 @@ def why_lines(options) -> list[tuple[str, str]]:
     reason"). Reasons that differ only in one number (besides the option's
     own label) are one line, the numbers that vary listed, runs of
     consecutive ones as a range ("TP 40, 56, 64 … does not divide …"), the
-    labels too ("5, 7–11, 13–16"); reasons that differ in more stay apart."""
+    labels too ("5, 7–11, 13–16"); reasons that differ in more stay apart,
+    each distinct one once with all its labels."""
     import re
 
     # A number with thousands separators ("458,946 tokens") is one number, never two; digits that are
@@ -90,8 +92,11 @@ def why_lines(options) -> list[tuple[str, str]]:
         # A number that is the option's own label ("on 3 × H100" for 3 nodes) does not count.
         varying = [i for i in range(len(numbers[0])) if len({n[i] for n in numbers}) > 1
                    and any(n[i] != str(o["label"]) for n, o in zip(numbers, opts))]
-        if len(varying) > 1:
-            out += [(str(o["label"]), o["reason"]) for o in opts]
+        if len(varying) > 1:  # each distinct reason once, with every label that has it (adversarial finding:
+            same: dict[str, list[str]] = {}  # identical reasons beside differing ones were repeated)
+            for o in opts:
+                same.setdefault(o["reason"], []).append(str(o["label"]))
+            out += [(_span(labels), text) for text, labels in same.items()]
             continue
         pieces = shape.split("#")
         reason = pieces[0]
@@ -606,7 +611,7 @@ def _strategies_unavailable(ctx: RecipeContext, sel: Selection, base: Request, s
             query = base.with_values(strategy=s, nodes=None, hardware=sel.hardware, **PD_KEYS)
             why = _error(ctx, query)
         if why:
-            return f" {ctx.strategy_label(s)}, which it is offered with, cannot run here: {why}"
+            return f" {ctx.strategy_label(s)}, which it is offered with, cannot run here: {lower_first(why)}"
     return ""
 
 

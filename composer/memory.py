@@ -372,13 +372,15 @@ class Capacity:
                      f"{self.max_model_len:,} tokens per request {self.concurrency:.2f}x")
             if self.context and self.context_concurrency is not None and self.context != self.max_model_len:
                 text += f" ({self.context_concurrency:.2f}x for {self.context:,})"
+            # The totals multiply the figure shown per rank or replica (as vLLM logs it, 2 decimals): "6.00x each,
+            # 12.01x in all" read as an error (an adversarial finding).
             if self.dp_ranks > 1:  # a fresh user read one DP rank's figure as the deployment's
                 text += (f"; the {self.dp_ranks} DP ranks each hold their own: {self.kv_tokens * self.dp_ranks:,} "
-                         f"tokens, {self.concurrency * self.dp_ranks:.2f}x of {self.max_model_len:,}-token requests "
+                         f"tokens, {round(self.concurrency, 2) * self.dp_ranks:.2f}x of {self.max_model_len:,}-token requests "
                          f"in all")  # a fresh user read "87.83x in all" as the 32k-context figure beside it
             if self.replicas > 1:  # a fresh user did not see that TP+DP's lever is more nodes, i.e. replicas
                 text += (f"; the {self.replicas} replicas (one per node) each hold their own: "
-                         f"{self.kv_tokens * self.replicas:,} tokens, {self.concurrency * self.replicas:.2f}x of "
+                         f"{self.kv_tokens * self.replicas:,} tokens, {round(self.concurrency, 2) * self.replicas:.2f}x of "
                          f"{self.max_model_len:,}-token requests in all, and each node more adds a replica")
         else:
             text += f" (tokens not estimated: {self.no_tokens_reason or GEOMETRY_UNKNOWN})"

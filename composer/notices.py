@@ -48,6 +48,11 @@ class Notice:
     source: Optional[str] = None
     fixes: tuple[Fix, ...] = ()
     """Changes that resolve it, each one click on the page (``Fix``)."""
+    per_count: tuple[tuple[int, str], ...] = ()
+    """``nodes-raised``/``nodes-lowered``: ``(node count, why it does not
+    work)`` for each count the notice passes over, so a node-count option says
+    its own reason without reading the prose back (``canonical.raise_reason``).
+    Not part of the JSON form: ``reason`` says the same in words."""
 
     def to_dict(self) -> dict:
         """The JSON form: level, code, message, plus the data fields that are
@@ -62,6 +67,17 @@ class Notice:
         return d
 
 
+def lower_first(text: str) -> str:
+    """A sentence continued after a colon or "but": ``text`` with its first
+    letter lower-cased unless its first word is a name or an abbreviation
+    (``TP 40 …``, ``vLLM …``, ``H100 …``), as ``Notices.add`` upper-cases a
+    message's first letter. "The weights do not fit" → "the weights do not fit"."""
+    head = text.split(" ", 1)[0]
+    if not text or head.startswith("vLLM") or any(ch.isupper() or ch.isdigit() for ch in head[1:]):
+        return text
+    return text[0].lower() + text[1:]
+
+
 class Notices:
     """An ordered, de-duplicated list of notices."""
 
@@ -72,7 +88,8 @@ class Notices:
             old=None, new=None, reason: str | None = None, rule: str | None = None,
             values: tuple[tuple[str, str], ...] | None = None, key: str | None = None,
             fix: str | None = None, source: str | None = None,
-            fixes: tuple[Fix, ...] = (), first: bool = False) -> None:
+            fixes: tuple[Fix, ...] = (), first: bool = False,
+            per_count: tuple[tuple[int, str], ...] = ()) -> None:
         """Add a notice (a second one with the same code and message is dropped);
         ``old``/``new`` are stored as strings. ``first``: put it before the
         others (a notice that explains the ones after it, e.g. the strategy
@@ -84,7 +101,7 @@ class Notices:
         if item in self._items:
             return
         notice = Notice(level, code, message, subject, None if old is None else str(old), None if new is None else str(new),
-                        reason, rule, values, key, fix, source, tuple(fixes))
+                        reason, rule, values, key, fix, source, tuple(fixes), tuple(per_count))
         if first:
             self._items = {item: notice, **self._items}
         else:

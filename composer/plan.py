@@ -1032,6 +1032,7 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
     inp = FormInput(ctx, sel, tuple(commands), tuple(comps), tuple(caps), summary_text, status == "error")
     extra = forms.details(inp, every_form)
     client = run.client_checks(ctx, sel, commands)
+    output = forms.output(sel.form, inp, extra.get(form.plan_key) if form.plan_key else None)
     plan = Plan(
         recipe=RecipeRef(ctx.recipe_id, ctx.recipe.meta.title, ctx.model_id(sel.variant, sel.task)),
         selection=sel.to_dict(), summary=summary_text, install=run.install(ctx, sel, comps, commands), companions=tuple(comps),
@@ -1039,8 +1040,9 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
         commands=tuple(commands) if status == "ok" else (), blocked_commands=tuple(commands) if status == "error" else (),
         notices=tuple(notices.items()), capacity=tuple(caps), **verification(ctx, sel),
         url=("?" + shown) if shown else "", query=shown, share_url="?" + pinned, checkpoint=checkpoint(ctx, sel),
-        kubernetes=_manifests(extra.get("kubernetes")), placeholders=_placeholders(commands, comps, client, form),
-        output=forms.output(sel.form, inp, extra.get(form.plan_key) if form.plan_key else None))
+        kubernetes=_manifests(extra.get("kubernetes")), placeholders=_placeholders(commands, comps, client, form,
+                                                                               output.reason is None),
+        output=output)
     return plan, sel, canon
 
 
@@ -1049,20 +1051,24 @@ def _manifests(value: object) -> Manifests | None:
     return value if isinstance(value, Manifests) else None
 
 
-def _placeholders(commands, comps, client, form):
+def _placeholders(commands, comps, client, form, has_files: bool):
     """The placeholders panel (``composer.placeholders``) of the shown texts,
     each meaning followed by what the output ``form`` says of it
     (``OutputForm.placeholder_note``); a name the form's files set themselves
-    (``OutputForm.panel_skips``) only when a companion or a client check uses it."""
+    (``OutputForm.panel_skips``) only when a companion or a client check uses it.
+    Both only when the form wrote its files (``has_files``): where it gives a
+    reason instead (SLURM with several instances), the commands run by hand and
+    need every value (an adversarial finding: the notes named a router.sbatch
+    that was not written)."""
     outside = [c.command for c in comps] + [client.curl, client.bench]
     texts = [c.text for c in commands] + outside
     in_commands = {p.name for p in placeholders([c.text for c in commands])}
     used_outside = {p.name for p in placeholders(outside)}
     out = []
     for p in placeholders(texts):
-        if form.panel_skips(p.name) and p.name not in used_outside:
+        if has_files and form.panel_skips(p.name) and p.name not in used_outside:
             continue
-        note = form.placeholder_note(p.name, p.name in in_commands)
+        note = form.placeholder_note(p.name, p.name in in_commands) if has_files else None
         out.append(replace(p, meaning=f"{p.meaning} {note}") if note else p)
     return tuple(out)
 

@@ -17,7 +17,7 @@ from composer.context import MAX_NODES, RecipeContext
 from composer.layers import compose_layers
 from composer.memory import DEFAULT_GPU_UTIL, Flags, capacity, recipe_size_text
 from composer.modes import available_modes, default_mode, mode_block_reason, mode_label, moded_features, parse_fmode, preferred_mode
-from composer.notices import Notices
+from composer.notices import Notices, lower_first
 from composer.parallel import KINDS, POOL_KINDS, Layout, layout_problem, make_layout
 from composer.query import KNOWN_VERSIONS, SCHEMA_VERSION, Request, _short
 
@@ -474,14 +474,15 @@ def _resolve_nodes(ctx: RecipeContext, sel: Selection, want_nodes: int | None, n
         nodes = lower if lower <= MAX_NODES else MAX_NODES
     elif want_nodes is not None and nodes != want_nodes:
         floor_msg = f"{ctx.strategy_label(sid)} needs at least {floor} nodes ({max(ctx.floor_gpus(sid, hw), 2 * ctx.hw(hw).gpu_count) if floor == 2 else ctx.floor_gpus(sid, hw)} GPUs)."
-        why = raise_reasons(ctx, sel, want_nodes, floor, nodes, floor_msg, lambda k: layout_for(ctx, sel, k))
+        why, counts = raise_reasons(ctx, sel, want_nodes, floor, nodes, floor_msg, lambda k: layout_for(ctx, sel, k))
         if nodes > want_nodes:
             n.add("warning", "nodes-raised", f"Nodes raised from {want_nodes} to {nodes}: {why}",
-                  subject="nodes", old=want_nodes, new=nodes, reason=why)
+                  subject="nodes", old=want_nodes, new=nodes, reason=why, per_count=counts)
         else:
-            why = f"{layout_ok(ctx, sel, layout_for(ctx, sel, want_nodes))} No larger count up to {MAX_NODES} works."
+            own = layout_ok(ctx, sel, layout_for(ctx, sel, want_nodes)) or ""
+            why = f"{own} No larger count up to {MAX_NODES} works."
             n.add("warning", "nodes-lowered", f"Nodes lowered from {want_nodes} to {nodes}: {why}",
-                  subject="nodes", old=want_nodes, new=nodes, reason=why)
+                  subject="nodes", old=want_nodes, new=nodes, reason=why, per_count=((want_nodes, own),))
     if nodes is not None and nodes > floor and (want_nodes is None or want_nodes == nodes) and (
             want_nodes is None or smallest_nodes(ctx, sel, floor, lambda k: layout_for(ctx, sel, k), floor) == nodes):
         # (A count the composer chose itself is said here only: these reasons
@@ -491,7 +492,7 @@ def _resolve_nodes(ctx: RecipeContext, sel: Selection, want_nodes: int | None, n
         # chosen here (a click on a GPU, a link without nodes=) or asked for
         # (the pinned link of that click): issue 21, the same state reads the
         # same however it was reached.
-        why = raise_reasons(ctx, sel, floor, floor, nodes, "", lambda k: layout_for(ctx, sel, k))
+        why, _ = raise_reasons(ctx, sel, floor, floor, nodes, "", lambda k: layout_for(ctx, sel, k))
         # The strategy named: it is the strategy's floor here, not the GPU's (a fresh user read "the fewest
         # that work on H100" as the GPU's limit, while TP+PP runs on 3).
         n.add("info", "nodes-set", f"{nodes} nodes are the fewest that work for {ctx.strategy_label(sid)} on {hwname}: {why}",
@@ -584,21 +585,33 @@ def _say_tp_skipped(ctx: RecipeContext, sel: Selection, lower: int, got: int, ma
         if why and layout_ok(ctx, sel, lay, pool, valid_only=False) is None:
             skipped.append((k, why))
     if skipped:
-        reason = " ".join(f"{k} nodes: {why}" for k, why in skipped)
-        n.add("info", "nodes-tp-divides-heads", f"{label}: {got}, not {skipped[0][0]}: {reason}",
+        # the counts skipped hold the weights: say so, or "6, not 5" reads as arbitrary (a fresh user's finding)
+        if len(skipped) == 1:
+            reason = f"{skipped[0][0]} nodes would hold the weights, but {lower_first(skipped[0][1])}"
+        else:
+            counts = ", ".join(str(k) for k, _ in skipped[:-1]) + f" and {skipped[-1][0]}"
+            reason = (f"{counts} nodes would hold the weights, but vLLM refuses their layouts: "
+                      + " ".join(f"{k} nodes: {why}" for k, why in skipped))
+        n.add("info", "nodes-tp-divides-heads", f"{label}: {got}, not {skipped[0][0]}. {reason}",
               subject=subject, old=skipped[0][0], new=got, reason=reason)
 
 
+
 def raise_reasons(ctx: RecipeContext, sel: Selection, want: int, floor: int, got: int, floor_msg: str, make,
-                  pool: str | None = None) -> str:
-    """Why every node count from ``want`` up to ``got - 1`` does not work: the
-    strategy floor, then per count the capacity or layout problem."""
-    reasons = [floor_msg] if want < floor else []
+                  pool: str | None = None) -> tuple[str, tuple[tuple[int, str], ...]]:
+    """Why every node count from ``want`` up to ``got - 1`` does not work:
+    ``(text, per_count)``, the text the strategy floor's ``floor_msg`` then
+    ``"<k> nodes: <why>"`` per count at or above the floor with a capacity or
+    layout problem; ``per_count`` the same per count (``Notice.per_count``:
+    ``floor_msg`` for each count below ``floor``)."""
+    below = [(k, floor_msg) for k in range(want, min(floor, got))] if floor_msg else []
+    above = []
     for k in range(max(want, floor), got):
         why = layout_ok(ctx, sel, make(k), pool)
         if why:
-            reasons.append(f"{k} nodes: {why}")
-    return " ".join(reasons)  # each reason one sentence (``Capacity.shortfall``)
+            above.append((k, why))
+    text = " ".join(([floor_msg] if want < floor else []) + [f"{k} nodes: {why}" for k, why in above])
+    return text, tuple(below + above)  # each reason one sentence (``Capacity.shortfall``)
 
 
 def resolve_cuda(ctx: RecipeContext, req: Request, hw: str, variant: str, n: Notices) -> str | None:
@@ -796,13 +809,14 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
         elif want is not None and nodes != want:
             floor_msg = f"{KINDS[mode].label} needs at least {ctx.floor_gpus(mode, hw)} GPUs."
             if nodes > want:
-                why = raise_reasons(ctx, sel_p, want, floor, nodes, floor_msg,
-                                    lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), name)
+                why, counts = raise_reasons(ctx, sel_p, want, floor, nodes, floor_msg,
+                                            lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), name)
                 n.add("warning", "nodes-raised", f"{label}: nodes raised from {want} to {nodes}: {why}",
-                      subject=f"{name}_nodes", old=want, new=nodes, reason=why)
+                      subject=f"{name}_nodes", old=want, new=nodes, reason=why, per_count=counts)
             else:
-                why = f"{layout_ok(ctx, sel_p, pool_layout(ctx, sel, name, mode, want), name)} No larger count up to {MAX_NODES} works."
+                own = layout_ok(ctx, sel_p, pool_layout(ctx, sel, name, mode, want), name) or ""
+                why = f"{own} No larger count up to {MAX_NODES} works."
                 n.add("warning", "nodes-lowered", f"{label}: nodes lowered from {want} to {nodes}: {why}",
-                      subject=f"{name}_nodes", old=want, new=nodes, reason=why)
+                      subject=f"{name}_nodes", old=want, new=nodes, reason=why, per_count=((want, own),))
         pools[name] = Pool(mode, nodes)
     return Selection(**{**sel.__dict__, "nodes": pools["prefill"].nodes + pools["decode"].nodes, **pools}), n

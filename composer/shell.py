@@ -74,6 +74,35 @@ def _group(tokens: list[str]) -> list[list[str]]:
     return groups
 
 
+def indent(text: str, prefix: str) -> str:
+    """Shell ``text`` with ``prefix`` put before each line that starts outside
+    quotes: a newline inside a single- or double-quoted word is part of the
+    word's value, so the line after it is left as it is (an adversarial finding:
+    the sbatch job indented every line of a command, which put spaces into a
+    recipe value that spanned lines). Reads POSIX quoting (XCU 2.2): nothing
+    escapes inside ``'…'``, a backslash escapes the next character elsewhere.
+    The first line gets ``prefix`` too.
+    """
+    out = [prefix]
+    quote_char = None
+    escaped = False
+    for ch in text:
+        out.append(ch)
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quote_char != "'":
+            escaped = True
+            continue
+        elif quote_char:
+            if ch == quote_char:
+                quote_char = None
+        elif ch in "'\"":
+            quote_char = ch
+        if ch == "\n" and quote_char is None:
+            out.append(prefix)
+    return "".join(out)
+
+
 def env_text(env: dict[str, str]) -> str:
     """``export K=V`` lines, values quoted like argv words."""
     return "\n".join(f"export {k}={quote(v)}" for k, v in env.items())

@@ -518,3 +518,22 @@ def test_no_lever_repeats_the_figure_it_would_change():
                     assert (lv["kv_tokens"], lv["max_concurrency"]) != (c["kv_tokens"], c.get("max_concurrency")), (q, lv)
                     checked += 1
     assert checked > 50
+
+
+def test_a_total_over_ranks_or_replicas_is_the_shown_figure_times_their_count():
+    """Adversarial finding: TP+DP said "6.00x" per replica and "12.01x in
+    all" for two, because the total was rounded on its own. The total is the
+    figure shown per DP rank or replica (vLLM's 2 decimals) times their count."""
+    from tests.plan_space import our_plans, shape_queries
+
+    ctx = dict(our_plans())["moonshotai/Kimi-K3"]
+    seen = 0
+    for q in shape_queries(ctx):
+        for c in compose(ctx, q, every_form=False)["capacity"]:
+            m = re.search(r"per request (\d+\.\d\d)x.*?; the (\d+) (?:DP ranks|replicas)[^:]*: [\d,]+ tokens, "
+                          r"(\d+\.\d\d)x of", c["message"])
+            if m:
+                seen += 1
+                each, n, total = float(m.group(1)), int(m.group(2)), float(m.group(3))
+                assert f"{each * n:.2f}" == f"{total:.2f}", (q, c["message"])
+    assert seen > 5

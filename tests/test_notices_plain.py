@@ -89,3 +89,15 @@ def test_why_lines_keep_a_thousands_separated_number_whole():
     assert [r for _, r in why_lines(hw)] == ["not supported on GB200 with vLLM 0.33.0.", "not supported on GB300 with vLLM 0.9.0."]
     odd = [{"disabled": True, "label": i, "reason": f"holds {t} tokens."} for i, t in ((1, "1,23"), (2, "4,56"))]
     assert [r for _, r in why_lines(odd)] == ["holds 1,23 tokens.", "holds 4,56 tokens."]
+
+
+def test_why_lines_say_an_identical_reason_once_beside_differing_ones():
+    """Adversarial finding: in a group whose reasons differ in more than one
+    number, identical reasons were repeated line by line; each distinct
+    reason is one line with all its labels."""
+    from composer.controls import why_lines
+
+    opts = [{"disabled": True, "label": n, "reason": f"the KV cache holds {c}x (~{t} tokens)."}
+            for n, c, t in ((5, "0.44", "458,946"), (6, "0.44", "458,946"), (7, "0.94", "986,025"), (8, "0.44", "458,946"))]
+    assert why_lines(opts) == [("5, 6, 8", "the KV cache holds 0.44x (~458,946 tokens)."),
+                               ("7", "the KV cache holds 0.94x (~986,025 tokens).")]

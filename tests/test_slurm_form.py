@@ -259,6 +259,37 @@ def test_hostile_recipe_values_stay_words_in_the_script(tmp_path, fake_bin):
     assert not list(tmp_path.glob("pwned*"))
 
 
+@pytest.mark.parametrize("value", ["line one\n  line two\nthree", "a \\\nb", "http://$HEAD_IP:1\n  x",
+                                   "{\"k\": \"v\\\"\n\"}", "'\n'"])
+def test_a_value_spanning_lines_reaches_vllm_unchanged(tmp_path, fake_bin, value):
+    """Adversarial finding: the job indented every line of a node's command
+    and env, so a recipe value that spans lines (single- or double-quoted)
+    reached vLLM with spaces put into it."""
+    from composer.forms import FormInput
+    from composer.forms.slurm import sbatch
+    from composer.outputs import Command
+    from composer.shell import command_text, env_text
+
+    argv = ("vllm", "serve", "org/m", "--served-model-name", value, "--port", "8000")
+    env = {"VLLM_X": value, "VLLM_Y": "1"}
+    cmds = [Command("head", r, None, f"Node {r}", argv, env, command_text(list(argv)), env_text(env), "") for r in (0, 1)]
+
+    class Ctx:
+        recipe_id = "org/m"
+
+        class recipe:
+            class meta:
+                title = "T"
+
+    script = sbatch(FormInput(Ctx(), None, tuple(cmds), (), (), "s", False), "serve", cmds, None, 8, "note")
+    out, nodes = run_job(script, ["h1", "h2"], {}, tmp_path, fake_bin)
+    assert out.returncode == 0, out.stderr
+    want = value.replace("$HEAD_IP", "h1")
+    for argv_got, env_got in nodes:
+        assert argv_got == ["vllm", "serve", "org/m", "--served-model-name", want, "--port", "8000"]
+        assert env_got["VLLM_X"] == want and env_got["VLLM_Y"] == "1"
+
+
 def test_cli_format_slurm_prints_the_scripts(k3, capsys):
     from composer.buildtime.cli import main
 
@@ -352,6 +383,10 @@ def test_the_placeholders_panel_says_which_hosts_the_jobs_set_themselves():
             if p["name"] == "ROUTER_HOST":
                 assert "router.sbatch prints it" in p["meaning"], q
         skipped += len(set_by_jobs - names)
+        # the jobs run every node's command: no node tab offers a script of its own that would need the
+        # host names the panel leaves out (adversarial finding: $PREFILL_NODE_1 with no field for it)
+        if jobs:
+            assert not [a["file_name"] for a in plan["output"]["artifacts"] if a["command"] is not None], q
         if "router.sbatch" in {a["file_name"] for a in plan["output"]["artifacts"]}:
             routers += 1
             assert re.search(r'^echo "router: http://\$\{NODES\[0\]\}:\d+ ', jobs, re.M), q
@@ -383,3 +418,28 @@ def test_a_recipes_router_port_never_reaches_the_router_jobs_echo_as_shell(tmp_p
     job = next(a["text"] for a in plan["output"]["artifacts"] if a["file_name"] == "router.sbatch")
     line = next(ln for ln in job.splitlines() if ln.startswith('echo "router: '))
     assert "$(" not in line and "PWNED" not in line and ":<port>" in line
+
+
+def test_without_jobs_the_panel_asks_for_every_value_and_names_no_job():
+    """Adversarial finding: SLURM with several instances writes no sbatch jobs
+    (it says why), yet the panel still left out the hosts "the jobs set
+    themselves" and its notes named a router.sbatch that was not written. The
+    commands then run by hand, as in the pip form: every name asked for, with
+    the pip form's meanings, and each command keeps its script."""
+    from tests.test_deployments import CORPUS_ROOT
+
+    if not CORPUS_ROOT.exists():
+        pytest.skip("shared corpus not present")
+    from composer.api import make_context
+    from composer.buildtime.loader import load_catalog, load_recipe
+
+    ctx = make_context("moonshotai/Kimi-K3", load_recipe(CORPUS_ROOT, "moonshotai/Kimi-K3"), load_catalog(CORPUS_ROOT))
+    q = "hardware=b300&kv_offload=kv_store_centralized_mooncake&instances=2"
+    slurm = compose(ctx, q + "&install=slurm", every_form=False)
+    pip = compose(ctx, q + "&install=pip", every_form=False)
+    assert slurm["selection"]["instances"] == 2 and slurm["output"]["reason"]
+    assert not [a for a in slurm["output"]["artifacts"] if a["file_name"].endswith(".sbatch")]
+    assert [(p["name"], p["meaning"]) for p in slurm["placeholders"]] == [(p["name"], p["meaning"]) for p in pip["placeholders"]]
+    assert {"INSTANCE_1_IP", "INSTANCE_2_IP"} <= {p["name"] for p in slurm["placeholders"]}
+    assert not any("sbatch" in p["meaning"] for p in slurm["placeholders"])
+    assert len([a for a in slurm["output"]["artifacts"] if a["command"] is not None]) == len(slurm["commands"])

@@ -5,7 +5,8 @@ recipes and the public corpus, each in the "Run with" form it selects), every
 program a command tab or a companion tab starts is either vLLM itself —
 installed by the plan's Install step (pip) or present in the container it
 runs in (Docker, Kubernetes) — or installed by an install line of the same
-tab that comes before it; the tab's downloaded script holds the same lines.
+tab that comes before it; the tab's downloaded script holds the same lines
+(in a form whose job files start the commands, SLURM, the job files do).
 """
 
 from __future__ import annotations
@@ -103,9 +104,12 @@ def test_every_tab_installs_what_it_starts(plans):
     for line, plan in plans:
         scripts = {a["command"]: a["text"] for a in plan["output"]["artifacts"] if a["command"] is not None}
         helpers = {a["companion"]: a["text"] for a in plan["output"]["artifacts"] if a.get("companion") is not None}
+        # a form whose job files start the commands (SLURM) writes no script per tab: the job file holds the install
+        jobs = "\n".join(a["text"] for a in plan["output"]["artifacts"]
+                         if a["command"] is None and a.get("companion") is None)
         where = f"{line['recipe']} ?{line['query']}"
         for i, c in enumerate(plan["commands"]):
-            problems += [f"{where}: {p}" for p in _check_tab(c["label"], c["text"], scripts.get(i, ""), plan)]
+            problems += [f"{where}: {p}" for p in _check_tab(c["label"], c["text"], scripts.get(i, jobs), plan)]
         for i, c in enumerate(plan["companions"]):
             problems += [f"{where}: {p}" for p in _check_tab(c["label"], c["text"], helpers.get(i, ""), plan)]
     assert not problems, "\n".join(problems[:20])

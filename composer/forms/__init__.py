@@ -58,7 +58,12 @@ class OutputForm:
     client checks) uses it (the SLURM jobs' host names: a fresh user found ten
     of twelve fields of a P/D panel saying the jobs set them); ``runs_companions``: its own
     files start the companion processes too (the Kubernetes manifests' side
-    containers), so a file list needs no companion scripts beside them."""
+    containers), so a file list needs no companion scripts beside them;
+    ``runs_commands``: when it writes files, they start every command (the
+    sbatch jobs run each node's command under srun and set the hosts' names
+    themselves), so the commands' tabs offer no script of their own (an
+    adversarial finding: a P/D node's script needed $PREFILL_NODE_1, which the
+    panel leaves out because the jobs set it)."""
 
     id: str
     label: str
@@ -72,6 +77,7 @@ class OutputForm:
     placeholder_note: Callable[[str, bool], Optional[str]] = lambda name, in_commands: None
     panel_skips: Callable[[str], bool] = lambda name: False
     runs_companions: bool = False
+    runs_commands: bool = False
 
 
 def script_name(label: str) -> str:
@@ -118,8 +124,9 @@ def output(form_id: str, inp: FormInput, detail: object) -> Output:
 
     form = FORMS[form_id]
     files, reason = form.files(inp, detail)
-    scripts = tuple(Artifact(script_name(c.label), "text/x-shellscript", c.script, command=i)
-                    for i, c in enumerate(inp.commands) if c.script)
+    scripts = () if reason is None and form.runs_commands else tuple(
+        Artifact(script_name(c.label), "text/x-shellscript", c.script, command=i)
+        for i, c in enumerate(inp.commands) if c.script)
     helpers = tuple(Artifact(script_name(c.label), "text/x-shellscript", script(inp.summary, c, c.text), companion=i)
                     for i, c in enumerate(inp.companions) if c.text)
     every = helpers + scripts  # companions first: they start before the vLLM commands that use them

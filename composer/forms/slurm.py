@@ -37,7 +37,7 @@ from composer.argv import flag_value
 from composer.forms import FormInput, OutputForm
 from composer.outputs import Artifact, Command
 from composer.run_forms import TOOL_ENV
-from composer.shell import comment, text_placeholders
+from composer.shell import comment, indent, text_placeholders
 
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -214,11 +214,9 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
             lines += [f"      if ! command -v {c.argv[0]} >/dev/null 2>&1; then",
                       f'        if [ -z "${{VIRTUAL_ENV:-}}" ]; then {"; ".join(TOOL_ENV.splitlines())}; fi',
                       f"        {c.install}", "      fi"]
-        for env_line in c.env_text.splitlines():
-            lines.append("      " + env_line)
-        body = c.command.split("\n")
-        lines.append("      exec " + body[0])
-        lines += ["      " + b for b in body[1:]]
+        if c.env_text:  # indented only where a line starts outside quotes: a value may span lines
+            lines.append(indent(c.env_text, "      "))
+        lines.append(indent("exec " + c.command, "      "))
         lines.append("      ;;")
     lines += ['    *) echo "error: no command for node $rank" >&2; return 1 ;;', "  esac", "}", "",
               f"srun --nodes={nodes} --ntasks={nodes} --ntasks-per-node=1 --kill-on-bad-exit=1 "
@@ -302,5 +300,5 @@ FORM: OutputForm = OutputForm(
     command_text=lambda cmd: cmd.pip_text,
     files=files,
     placeholder_note=placeholder_note,
-    panel_skips=panel_skips,
+    panel_skips=panel_skips, runs_commands=True,
 )
