@@ -54,7 +54,7 @@ from typing import Any, Optional, cast
 
 from composer.argv import flag_value
 from composer.outputs import Command, CompanionProcess, Manifests
-from composer.positions import PLATFORM_NAMES, POD_NAMES, SHELL_NAMES, check
+from composer.positions import PLATFORM_NAMES, POD_NAMES, SHELL_NAMES, check, device_indices
 from composer.shell import PLACEHOLDER_RE, comment, quote
 from composer.yaml_text import dump_all
 
@@ -394,19 +394,11 @@ def _pod_spec(form: _Form, containers: list[dict], volumes: list[dict], notes: d
     return spec
 
 
-DEVICE_LISTS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
-"""The env vars that pick a node's GPUs by index (CUDA; ROCm's two): in a pod
-the device plugin's GPUs are numbered from 0, so a list of indices becomes the
-pod's own GPUs from 0, as many as the list names and the pod requests (an
-adversarial finding: ``4,5,6,7`` from a recipe's ``base_env`` left a 4-GPU
-pod with no usable device)."""
-
-
 def _env_list(form: _Form, cmd_env: dict[str, str], sub: _Sub, with_pod_ip: bool, fixed: dict[str, str],
               gpus: int = 0) -> tuple[list[dict], dict[int, list[str]]]:
     """The container env: the pod's IP (downward API) when referenced, the
-    plan's env in order (placeholders replaced; a ``DEVICE_LISTS`` index list
-    renumbered for the ``gpus`` the pod requests), the HF token from a Secret;
+    plan's env in order (placeholders replaced; a GPU index list
+    renumbered for the ``gpus`` the pod requests, ``composer.positions.DEVICE_LISTS``), the HF token from a Secret;
     env vars that are parameters come first so later values can refer to them.
     A name the pod provides (``composer.positions.POD_NAMES``) is defined by
     what provides it, never as a ``PARAMETER`` with an empty value."""
@@ -417,10 +409,10 @@ def _env_list(form: _Form, cmd_env: dict[str, str], sub: _Sub, with_pod_ip: bool
     for k, v in cmd_env.items():
         if k in fixed:
             body.append({"name": k, "value": fixed[k]})
-        elif k in DEVICE_LISTS and re.fullmatch(r"\d+(?:,\d+)*", ids := v.replace(" ", "")):
+        elif (ids := device_indices(k, v)) is not None:
             # The device plugin gives the container its GPUs numbered from 0 (nvidia.com/gpu, amd.com/gpu):
             # a whole node's indices ("4,5,6,7") name devices the pod does not have; the same count does.
-            listed = len(ids.split(","))
+            listed = len(ids)
             count = min(listed, gpus) if gpus else listed  # the command uses the first ones it lists
             body_notes[len(body)] = [f"The command's {k}={v} numbers a whole node's GPUs; the pod sees the {count} "
                                      f"it requests as {'0' if count == 1 else f'0–{count - 1}'}."]

@@ -66,6 +66,26 @@ the downward API ``POD_IP`` (``status.podIP``), a Secret ``HF_TOKEN``."""
 PLATFORM_NAMES = SHELL_NAMES | POD_NAMES
 """Names a recipe never sets: the platform provides them."""
 
+DEVICE_LISTS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+"""The env vars that pick a node's GPUs by index (CUDA; ROCm's two). A
+platform that hands a process only some of a node's GPUs numbers them again
+from 0 (the Kubernetes device plugins, ``nvidia.com/gpu`` / ``amd.com/gpu``;
+SLURM under ``ConstrainDevices``), so a recipe's whole-node indices
+(``4,5,6,7``) name devices the process does not have (an adversarial
+finding: a 4-GPU pod with no usable device). ``device_indices`` reads such a
+value; each form decides what stands in its place."""
+
+
+def device_indices(name: str, value: str) -> Optional[tuple[int, ...]]:
+    """The GPU indices ``value`` lists when ``name`` is one of
+    ``DEVICE_LISTS`` and ``value`` is a comma-separated list of decimal
+    indices (blanks ignored: ``"0, 1"``); None otherwise (another variable,
+    UUIDs, ``$NAME``), which a form keeps as it is."""
+    ids = value.replace(" ", "")
+    if name not in DEVICE_LISTS or not re.fullmatch(r"\d+(?:,\d+)*", ids):
+        return None
+    return tuple(int(i) for i in ids.split(","))
+
 _NEGATIVE_NUMBER = re.compile(r"^-\d+\Z|^-\d*\.\d+\Z")
 """argparse's ``_negative_number_matcher`` (CPython 3.12 Lib/argparse.py, the
 Python the install lines set up): what it reads as a value, not an option."""

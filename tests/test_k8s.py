@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from composer.api import compose, compose_page, make_context
-from composer.k8s import DEVICE_LISTS
+from composer.positions import DEVICE_LISTS
 from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
 from composer.shell import PLACEHOLDER_RE
 from composer.yaml_text import dump

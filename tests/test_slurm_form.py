@@ -443,3 +443,37 @@ def test_without_jobs_the_panel_asks_for_every_value_and_names_no_job():
     assert {"INSTANCE_1_IP", "INSTANCE_2_IP"} <= {p["name"] for p in slurm["placeholders"]}
     assert not any("sbatch" in p["meaning"] for p in slurm["placeholders"])
     assert len([a for a in slurm["output"]["artifacts"] if a["command"] is not None]) == len(slurm["commands"])
+
+
+@pytest.mark.parametrize("var", ["CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"])
+def test_a_recipes_gpu_indices_are_left_to_slurm(var, tmp_path, fake_bin):
+    """The pod form's adversarial finding, in the job: a recipe's ``base_env``
+    naming a node's GPUs 4–7 overrode what SLURM sets for the job step, and
+    under device cgroups a job given 4 GPUs sees them as 0–3, so vLLM would
+    find none. The job leaves the list to SLURM (said in a comment); the
+    plan's own command keeps the recipe's value."""
+    import yaml
+
+    from composer.buildtime.loader import load_catalog
+    from composer.api import make_context
+
+    root = Path(__file__).resolve().parent.parent / "recipes"
+    rid = "meta-llama/Llama-3.3-70B-Instruct"
+    data = yaml.safe_load((root / "models" / f"{rid}.yaml").read_text())
+    data["model"].setdefault("base_env", {})[var] = "4,5,6,7"
+    ctx = make_context(rid, data, load_catalog(root))
+    amd = var.startswith("HIP")
+    plan = compose(ctx, ("hardware=mi300x" if amd else "hardware=h100") + "&install=slurm", every_form=False)
+    assert plan["commands"][0]["env"][var] == "4,5,6,7"
+    (script,) = [a["text"] for a in plan["output"]["artifacts"] if a["file_name"] == "serve.sbatch"]
+    assert f"export {var}=" not in script
+    assert f"{var}=4,5,6,7 numbers a whole node's GPUs" in script
+    gpus = int(sbatch_option(script, "gpus-per-node"))
+    given = ",".join(map(str, range(gpus)))  # what SLURM sets under ConstrainDevices
+    slurm_var = "ROCR_VISIBLE_DEVICES" if amd else "CUDA_VISIBLE_DEVICES"
+    hosts = [f"h{i + 1}" for i in range(len(plan["commands"]))]
+    out, nodes = run_job(script, hosts, {slurm_var: given}, tmp_path, fake_bin)
+    assert out.returncode == 0, out.stderr
+    for (argv, env), c in zip(nodes, plan["commands"]):
+        assert argv == list(c["argv"])
+        assert env.get(slurm_var) == given and (not amd or var not in env)

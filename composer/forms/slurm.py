@@ -23,7 +23,8 @@ nodes) and, when it runs:
 
 The node commands are the plan's own texts (``Command.env_text`` and
 ``Command.command``: every recipe value already quoted by
-``composer.shell.quote``); recipe text in comments goes through
+``composer.shell.quote``), a recipe's GPU index list aside (``node_env``:
+SLURM sets the job's GPUs); recipe text in comments goes through
 ``composer.shell.comment``. SLURM's variables: the sbatch/srun manual pages
 (OUTPUT ENVIRONMENT VARIABLES).
 """
@@ -36,8 +37,9 @@ from typing import Optional
 from composer.argv import flag_value
 from composer.forms import FormInput, OutputForm
 from composer.outputs import Artifact, Command
+from composer.positions import device_indices
 from composer.run_forms import TOOL_ENV
-from composer.shell import comment, indent, text_placeholders
+from composer.shell import comment, env_text, indent, text_placeholders
 
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -121,6 +123,25 @@ def _placeholders(cmds: list[Command]) -> list[str]:
         for name in text_placeholders(c.env_text + "\n" + c.command):  # $NAME and ${NAME}
             names.setdefault(name, None)
     return [n for n in names if n not in ("HOME", "PATH", "USER", "PWD")]
+
+
+def node_env(c: Command, gpus: int) -> tuple[str, list[str]]:
+    """A node's ``export`` lines in a job asking ``--gpus-per-node=gpus``,
+    and the comments that say what was left out: a recipe's GPU index list
+    (``composer.positions.device_indices``: ``CUDA_VISIBLE_DEVICES=4,5,6,7``)
+    is left to SLURM, which sets ``CUDA_VISIBLE_DEVICES`` (AMD:
+    ``ROCR_VISIBLE_DEVICES``) to the GPUs it gives the job step (Slurm
+    gres.html, "GPU Management"); under ``ConstrainDevices`` (cgroup.conf)
+    the step sees only those, numbered from 0, so a whole node's indices
+    would name devices it does not have, and without it the recipe's list
+    would override SLURM's choice. The rest is the plan's own text."""
+    dropped = [k for k, v in c.env.items() if gpus and device_indices(k, v) is not None]
+    if not dropped:
+        return c.env_text, []
+    notes = [f"The recipe's {k}={comment(c.env[k])} numbers a whole node's GPUs: not set here. SLURM sets the "
+             f"{gpus} GPU{'s' if gpus > 1 else ''} this job gets (--gpus-per-node={gpus}), numbered from 0 under "
+             "device cgroups." for k in dropped]
+    return env_text({k: v for k, v in c.env.items() if k not in dropped}), notes
 
 
 def job_name(inp: FormInput, job: str) -> str:
@@ -214,8 +235,10 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
             lines += [f"      if ! command -v {c.argv[0]} >/dev/null 2>&1; then",
                       f'        if [ -z "${{VIRTUAL_ENV:-}}" ]; then {"; ".join(TOOL_ENV.splitlines())}; fi',
                       f"        {c.install}", "      fi"]
-        if c.env_text:  # indented only where a line starts outside quotes: a value may span lines
-            lines.append(indent(c.env_text, "      "))
+        exports, notes = node_env(c, gpus)
+        lines += [f"      # {n}" for n in notes]
+        if exports:  # indented only where a line starts outside quotes: a value may span lines
+            lines.append(indent(exports, "      "))
         lines.append(indent("exec " + c.command, "      "))
         lines.append("      ;;")
     lines += ['    *) echo "error: no command for node $rank" >&2; return 1 ;;', "  esac", "}", "",
