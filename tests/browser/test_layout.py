@@ -102,7 +102,13 @@ def test_phone_tap_targets_tabs_and_no_sideways_scroll(page, server, query):
         assert last.get_attribute("aria-selected") == "true" and page.is_visible("#" + last.get_attribute("aria-controls"))
         assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
     page.locator("#panel-0 details.explain summary").click() if page.is_visible("#panel-0 details.explain summary") else None
-    assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]  # Explain scrolls in its box
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+    # Explain's rows are cards on a phone: nothing scrolls sideways, not even inside its own box (fresh-user finding)
+    if page.is_visible("#panel-0 details.explain table"):
+        box = page.evaluate("""() => { const w = document.querySelector('#panel-0 details.explain .table-wrap');
+            return {scroll: w.scrollWidth, client: w.clientWidth,
+                    label: getComputedStyle(w.querySelector('td[data-label="Set by"]'), '::before').content}; }""")
+        assert box["scroll"] <= box["client"] + 1 and box["label"] == '"Set by: "', box
 
 
 def test_phone_axe_with_the_dock(page, server):
@@ -155,3 +161,18 @@ def test_phone_dock_names_the_sbatch_jobs_not_a_shebang(page, server):
     wait_ready(page)
     dock = dock_in_first_screen(page)
     assert dock["command"] == "prefill.sbatch, decode.sbatch, router.sbatch"
+
+
+def test_controls_stay_in_view_beside_a_long_plan_at_900(page, server):
+    """Fresh-user finding: at a 900 px embed the column under the controls
+    was empty while the P/D plan ran on for thousands of pixels. The controls
+    stay in view (sticky) when the page is scrolled down the plan."""
+    page.set_viewport_size({"width": 900, "height": 800})
+    page.goto(server + K3 + PD)
+    wait_ready(page)
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    assert height > 2400  # a long plan: the check below is not vacuous
+    page.evaluate("() => window.scrollTo(0, document.getElementById('commands').getBoundingClientRect().top + scrollY)")
+    r = page.evaluate("() => { const r = document.getElementById('controls').getBoundingClientRect();"
+                      " return {top: r.top, bottom: r.bottom, y: scrollY}; }")
+    assert r["y"] > 1000 and r["top"] >= 0 and r["bottom"] > 400, r
