@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import TYPE_CHECKING, Mapping, Optional
 
-from composer.model_facts import model_facts  # at import: the browser's memory snapshot holds only imported modules
+from composer.model_facts import model_facts, positive_int as _pos  # at import: the browser's memory snapshot holds only imported modules
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only (no import cycle at run time)
     from composer.context import RecipeContext
@@ -61,10 +61,16 @@ DEFAULT_HEADROOM = 1.2
 (the seed's estimate: parameters × bytes per parameter × 1.2)."""
 KV_MIN_SHARE = 0.05
 """Smallest KV cache, as a share of the requested memory, for which the TP
-auto-fit takes fewer GPUs (when the model's geometry is not given)."""
+auto-fit takes fewer GPUs (when the model's geometry is not given). Our
+policy, not a vLLM rule: vLLM starts with any positive KV room; below 5 % a
+plan would serve a handful of short requests."""
 KV_DTYPE_BYTES = {"fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "fp8_inc": 1.0, "fp8_ds_mla": 1.0, "int8_per_token_head": 1.0,
                   "fp8_per_token_head": 1.0, "nvfp4": 0.5625, "nvfp4_ds_mla": 0.5625}
-"""Bytes per KV element by ``--kv-cache-dtype`` (auto, bfloat16, float16: 2)."""
+"""Bytes per KV element by ``--kv-cache-dtype`` (``vllm/config/cache.py:44-66``
+``CacheDType``): the fp8 and 8-bit kinds one byte, NVFP4 half a byte plus one
+fp8 scale per 16 values (0.5625); auto, bfloat16, float16 and the kinds not
+listed (TurboQuant, Octave, UltraQuant, int4: their packing is not modelled)
+two, which can only under-count the tokens."""
 FP8_DS_MLA_TOKEN_BYTES = 656
 """Bytes per token and layer of the ``fp8_ds_mla`` cache: 512 fp8 latent values,
 four fp32 scales and a 64-wide bf16 rope key
@@ -505,20 +511,75 @@ def raw_weights_gb(ctx: RecipeContext, variant_id: str, task: str | None, hw_id:
     return weights / hr, f"vram_minimum_gb {weights:g} ÷ headroom {hr:g}"
 
 
-def replicated_params(facts: ModelFacts) -> float | None:
-    """Parameters every DP rank of a DP+EP deployment holds whole (attention and
-    embeddings; estimate from the geometry), or None when unknown. MLA's
-    projections, dense MLP layers and shared experts are not counted (unknown
-    widths), so this is a lower bound."""
+def _and(parts: tuple[str, ...]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def replicated_params(facts: ModelFacts) -> tuple[float, tuple[str, ...]] | None:
+    """``(parameters, what they are)`` that every DP rank of a DP+EP deployment
+    holds whole, or None without the hidden size, vocabulary and layer count.
+    vLLM splits only the routed experts over the EP ranks; every other weight
+    is loaded whole by each DP rank. Counted from the geometry, per layer kind
+    (``ModelFacts.layer_sequence``), as vLLM 0.33.0 builds the layers:
+
+    - embeddings and LM head: ``vocab_size × hidden_size``, twice unless tied;
+    - MLA (``kv_lora_rank``; ``models/deepseek_v2.py:1051-1113``): fused
+      q_a/kv_a ``h × (q_lora_rank + kv_lora_rank + qk_rope_head_dim)``, q_b
+      ``q_lora_rank × heads × (qk_nope + qk_rope)`` (or q ``h × heads × …``
+      without a q LoRA), kv_b ``kv_lora_rank × heads × (qk_nope + v_head)``, o
+      ``heads × v_head × h``;
+    - GQA: q and o ``h × heads × head_dim``, k and v ``h × kv_heads × head_dim``;
+    - Kimi Delta Attention (``linear_attn_config``;
+      ``models/kimi_k3/nvidia/kda.py:634-663,878-884``): q, k, v and o
+      ``h × num_heads × head_dim`` (the gates' projections are not counted);
+    - Gated DeltaNet (``linear_num_key_heads`` …;
+      ``layers/mamba/gdn/qwen_gdn_linear_attn.py:572-574,675-680,805-850``):
+      qkvz ``h × (2 × key_dim + 2 × value_dim)``, ba ``h × 2 × v_heads``,
+      out ``value_dim × h``;
+    - shared experts (``models/deepseek_v2.py:359-366``): ``n_shared_experts ×
+      3 × h × moe_intermediate_size`` on every layer.
+
+    A lower bound: dense MLP layers (DeepSeek's first layers), norms, biases
+    and gates are not counted, nor any kind whose widths are unknown (an MLA
+    model type without its ranks, ``ModelFacts.use_mla`` None)."""
     h, v, n = facts.get("hidden_size"), facts.get("vocab_size"), facts.get("num_hidden_layers")
-    if not (h and v and n):
+    if not (_pos(h) and _pos(v) and _pos(n)):
         return None
-    emb = v * h * (1 if facts.get("tie_word_embeddings") else 2)
-    heads, kv, hd = facts.num_attention_heads, facts.num_key_value_heads, facts.head_dim()
-    if facts.use_mla or not (heads and kv and hd):
-        return float(emb)
-    attn = n * (2 * h * heads * hd + 2 * h * kv * hd)
-    return float(emb + attn)
+    total = float(v * h * (1 if facts.get("tie_word_embeddings") else 2))
+    parts = ["embeddings"]
+    seq = facts.layer_sequence() or ("full",) * n
+    attn_layers = sum(1 for k in seq if k != "linear")
+    linear_layers = len(seq) - attn_layers
+    heads = facts.num_attention_heads
+    if facts.use_mla:
+        q_lora, kv_lora = facts.get("q_lora_rank"), facts.get("kv_lora_rank")
+        rope, nope, vh = facts.get("qk_rope_head_dim"), facts.get("qk_nope_head_dim"), facts.get("v_head_dim")
+        if _pos(heads) and _pos(kv_lora) and _pos(rope) and _pos(nope) and _pos(vh):
+            q = (h * q_lora + q_lora * heads * (nope + rope)) if _pos(q_lora) else h * heads * (nope + rope)
+            per = q + h * (kv_lora + rope) + kv_lora * heads * (nope + vh) + heads * vh * h
+            total += attn_layers * per
+            parts.append(f"MLA projections of {attn_layers} layers")
+    elif facts.use_mla is False:  # None: an MLA model type whose ranks are unknown, not counted
+        kv, hd = facts.num_key_value_heads, facts.head_dim()
+        if _pos(heads) and _pos(kv) and _pos(hd):
+            total += attn_layers * (2 * h * heads * hd + 2 * h * kv * hd)
+            parts.append(f"attention of {attn_layers} layers")
+    if linear_layers:
+        la = facts.get("linear_attn_config")
+        nk, nv = facts.get("linear_num_key_heads"), facts.get("linear_num_value_heads")
+        dk, dv = facts.get("linear_key_head_dim"), facts.get("linear_value_head_dim")
+        if isinstance(la, Mapping) and _pos(la.get("num_heads")) and _pos(la.get("head_dim")):
+            total += linear_layers * 4 * h * la["num_heads"] * la["head_dim"]
+            parts.append(f"Kimi Delta Attention projections of {linear_layers} layers")
+        elif _pos(nk) and _pos(nv) and _pos(dk) and _pos(dv):
+            total += linear_layers * (h * (2 * nk * dk + 2 * nv * dv) + h * 2 * nv + nv * dv * h)
+            parts.append(f"Gated DeltaNet projections of {linear_layers} layers")
+    shared, inter = facts.get("n_shared_experts"), facts.get("moe_intermediate_size")
+    if _pos(shared) and _pos(inter):
+        total += n * shared * 3 * h * inter
+        parts.append("shared experts")
+    return total, tuple(parts)
 
 
 def weights_per_gpu(ctx: RecipeContext, lay: Layout, raw_gb: float, facts: ModelFacts,
@@ -548,10 +609,13 @@ def weights_per_gpu(ctx: RecipeContext, lay: Layout, raw_gb: float, facts: Model
         return raw_gib * per_rank, ("the share of non-expert weights is unknown: the weights are taken as split "
                                     f"over the {ep} DP × EP ranks (a lower bound: attention and embeddings are "
                                     "replicated on every DP rank)" + uneven)
-    share = min(1.0, rep / (params_b * 1e9))
+    params, parts = rep
+    share = min(1.0, params / (params_b * 1e9))
     per = raw_gib * share / shard + raw_gib * (1 - share) * per_rank
-    return per, (f"attention and embeddings (~{rep / 1e9:.1f}B of {params_b:g}B parameters, from the model's "
-                 f"geometry) are replicated on every DP rank; the rest split over {ep} EP ranks" + uneven)
+    return per, (f"{_and(parts)} (~{params / 1e9:.1f}B of {params_b:g}B parameters, from the model's geometry) "
+                 f"are replicated on every DP rank, the rest split over {ep} EP ranks; a lower bound (dense MLP "
+                 "layers, norms and gates are not counted) taken at the checkpoint's average bytes per parameter"
+                 + uneven)
 
 
 def activation_gib(facts: ModelFacts, batched: int, seqs: int) -> tuple[float, str, str | None]:
@@ -900,6 +964,10 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
                          "the memory is the same and the concurrency rises")
         if flags.dcp > 1:
             notes.append(f"decode context parallel {flags.dcp}: each rank holds 1/{flags.dcp} of a sequence's KV")
+        if not flags.block_size and geo.block == BLOCK_SIZE:  # a backend's own size (flashmla.py:57-58: 64; cutlass_mla.py:49-50: 128)
+            notes.append(f"KV blocks of {BLOCK_SIZE} tokens (vLLM's default, config/cache.py:185); where the attention "
+                         "backend needs another size (FlashMLA 64, CUTLASS MLA 128) vLLM uses it, which changes only "
+                         "how each request rounds up to whole blocks")
 
         def fn(kv: float, length: int = mml, _g=geo) -> tuple[int, float]:
             return _g.capacity(kv, length, flags.dcp, batched, batches)

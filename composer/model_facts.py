@@ -6,7 +6,8 @@ Where a fact comes from, in order (``model_facts``):
 1. the recipe's own ``model`` block (``composer.schema.Model``:
    ``num_attention_heads``, ``num_hidden_layers``, ``num_key_value_heads``,
    ``head_dim``, ``kv_lora_rank``, ``qk_rope_head_dim``, ``routed_experts`` as
-   ``n_routed_experts``);
+   ``n_routed_experts``, then any ``HF_KEYS`` fact under ``model.hf_config``,
+   e.g. ``vocab_size`` or ``layer_types``: the direct fields win);
 2. our data, ``composer/data/model_facts.json``: one entry per Hugging Face
    model id (``aliases`` name the quantized or renamed checkpoints that share
    the architecture), each citing its ``source`` (the model's config.json on
@@ -72,6 +73,37 @@ HF_KEYS: Mapping[str, str] = MappingProxyType({
 """The Hugging Face ``config.json`` keys our data may carry, with what each
 means. A key outside this list is a typo (tests/test_launch.py checks)."""
 
+INT_KEYS = frozenset({
+    "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
+    "max_position_embeddings", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
+    "sliding_window", "full_attention_interval", "n_routed_experts", "num_experts", "num_local_experts",
+    "n_shared_experts", "num_experts_per_tok", "num_nextn_predict_layers", "moe_intermediate_size",
+    "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+    "linear_conv_kernel_dim"})
+"""The ``HF_KEYS`` whose value is a whole number of at least 1."""
+
+MAX_INT = 2**31 - 1
+"""The largest whole number a fact may be (config.json values are int32-sized:
+the widest vocabularies and contexts are a few million)."""
+
+
+def config_errors(config: Mapping[str, Any]) -> list[str]:
+    """What is wrong with ``config`` as facts under HF ``config.json`` names:
+    a key outside ``HF_KEYS`` (with the closest known one), or an ``INT_KEYS``
+    value that is not a whole number from 1 to ``MAX_INT``. Empty when fine."""
+    import difflib
+
+    out = []
+    for key, value in config.items():
+        if key not in HF_KEYS:
+            near = difflib.get_close_matches(str(key), list(HF_KEYS), n=1, cutoff=0.75)
+            out.append(f"{str(key)[:60]!r} is not a Hugging Face config.json key the composer reads"
+                       + (f" (did you mean {near[0]!r}?)" if near else f" (known: {', '.join(sorted(HF_KEYS))})"))
+        elif key in INT_KEYS and not (positive_int(value) and value <= MAX_INT):
+            out.append(f"{key}: {str(value)[:40]!r} is not a whole number from 1 to {MAX_INT:,}")
+    return out
+
+
 ENTRY_KEYS = frozenset({"source", "aliases", "config", "note"})
 """Keys of one model entry: ``source`` (where the values come from),
 ``aliases`` (other HF ids with the same architecture), ``config`` (HF keys),
@@ -125,7 +157,7 @@ models have a few hundred): past it the layout is unknown, so a hostile recipe
 cannot make the KV geometry's per-layer work unbounded."""
 
 
-def _positive_int(v: Any) -> TypeGuard[int]:
+def positive_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool) and v > 0
 
 
@@ -238,7 +270,7 @@ class ModelFacts:
     def sliding_window(self) -> Optional[int]:
         """``sliding_window`` when it is a positive integer, else None."""
         v = self.values.get("sliding_window")
-        return v if _positive_int(v) else None
+        return v if positive_int(v) else None
 
     @cached_property
     def _layer_sequence(self) -> Optional[tuple[str, ...]]:
@@ -254,7 +286,7 @@ class ModelFacts:
         order matters under PP: ``composer.memory.kv_geometry_of`` splits it
         into stages as vLLM's ``get_pp_indices`` does."""
         n = self.values.get("num_hidden_layers")
-        if not _positive_int(n) or n > MAX_LAYERS:
+        if not positive_int(n) or n > MAX_LAYERS:
             return None  # vLLM splits stages by num_hidden_layers; a count past any model's is unknown, never work
         la = self.values.get("linear_attn_config")
         if la is not None:
@@ -284,7 +316,7 @@ class ModelFacts:
                     out.append("linear")
             return tuple(out)
         interval = self.values.get("full_attention_interval")
-        if _positive_int(interval):
+        if positive_int(interval):
             return tuple("full" if (i + 1) % interval == 0 else "linear" for i in range(n))
         if self.sliding_window:
             return ("sliding",) * n
@@ -329,6 +361,9 @@ def facts_for(model_id: str, recipe_model=None) -> ModelFacts:
             values[k] = v
             origin[k] = f"data:{eid}"
     if recipe_model is not None:
+        for key, v in (getattr(recipe_model, "hf_config", None) or {}).items():
+            values[key] = v
+            origin[key] = "recipe"
         for attr, key in _RECIPE_FIELDS:
             v = getattr(recipe_model, attr, None)
             if v:

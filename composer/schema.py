@@ -132,7 +132,17 @@ Args = Annotated[tuple[str, ...], BeforeValidator(_args_list)]
 """argv tokens; YAML numbers and booleans become strings."""
 Env = Annotated[Mapping[str, str], BeforeValidator(_env_map)]
 """Environment variables (name → value); values become strings."""
-Positive = Annotated[int, Field(ge=1)]
+MAX_COUNT = 2**31 - 1
+"""Largest whole number a recipe's count may be (heads, layers, TP, nodes,
+context): a config.json value is int32-sized; ``10**38`` would reach the page
+as a 39-digit GPU count (adversarial finding)."""
+Positive = Annotated[int, Field(ge=1, le=MAX_COUNT)]
+"""A whole number from 1 to ``MAX_COUNT``."""
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+"""A whole number from 0 to ``MAX_COUNT``."""
+MAX_GPUS_PER_NODE = 1024
+"""Most GPUs a taxonomy's node may have (the largest boxes have 8; NVL72
+racks are described per tray): a bound, not a policy."""
 MAX_GB = 1_000_000
 """Largest size in GB a recipe may give (a petabyte: far past any model's
 weights; ``1e308`` would overflow what the forms derive from it)."""
@@ -170,7 +180,7 @@ class HardwareProfile:
     display_name: str
     generation: Union[str, tuple[str, ...]] = ""
     description: str = ""
-    gpu_count: Positive = 1
+    gpu_count: Annotated[int, Field(ge=1, le=MAX_GPUS_PER_NODE)] = 1
     vram_gb: GB = 0
     restricted: bool = False
     scalable: bool = True
@@ -281,8 +291,8 @@ class RoleSpec:
     env: Env = field(default_factory=dict)
     parallelism: Optional[str] = None
     parallel_flag: Optional[str] = None
-    tp: Optional[int] = None
-    nodes: Union[int, Mapping[str, int], None] = None
+    tp: Optional[Positive] = None
+    nodes: Union[Positive, Mapping[str, Positive], None] = None
     hardware_overrides: Mapping[str, HardwareBlock] = field(default_factory=dict)
 
 
@@ -330,7 +340,7 @@ class Strategy:
     # KV-store deployments only:
     pd: Mapping[str, PdConnector] = field(default_factory=dict)
     min_vllm_version: Optional[str] = None
-    default_instances: Optional[int] = None
+    default_instances: Optional[Positive] = None
     mooncake_master: Optional[Mapping[str, Any]] = None
     mooncake_store_config: Optional[Mapping[str, Any]] = None
     mooncake_vllm_config: Optional[Mapping[str, Any]] = None
@@ -392,7 +402,7 @@ class Variant:
     model_id: Optional[ModelId] = None
     extra_args: Args = ()
     extra_env: Env = field(default_factory=dict)
-    tp: Union[int, Mapping[str, int], None] = None
+    tp: Union[Positive, Mapping[str, Positive], None] = None
     supported_hardware: Optional[tuple[str, ...]] = None
     precision_hardware: Optional[Mapping[str, Any]] = None
     default_modes: Mapping[str, str] = field(default_factory=dict)
@@ -418,7 +428,7 @@ class StrategyOverride:
     vllm_args: Args = ()
     env: Env = field(default_factory=dict)
     extra_env: Env = field(default_factory=dict)
-    tp: Union[int, Mapping[str, int], None] = None
+    tp: Union[Positive, Mapping[str, Positive], None] = None
     hardware_overrides: Mapping[str, HardwareBlock] = field(default_factory=dict)
     prefill: Optional[RoleSpec] = None
     decode: Optional[RoleSpec] = None
@@ -447,6 +457,22 @@ class Meta:
     verified_configs: tuple[VerifiedConfig, ...] = ()
 
 
+def _hf_config(value: Any) -> Any:
+    """``model.hf_config``: facts under HF ``config.json`` names
+    (``composer.model_facts.config_errors``); read lazily: pydantic runs this,
+    the browser never does."""
+    if isinstance(value, dict):
+        from composer.model_facts import config_errors
+
+        errors = config_errors(value)
+        if errors:
+            raise ValueError("; ".join(errors[:3]))
+    return value
+
+
+HfConfig = Annotated[Optional[Mapping[str, Any]], BeforeValidator(_hf_config)]
+
+
 @_frozen
 class Model:
     """``model``: the checkpoint and the args every command starts from.
@@ -457,6 +483,12 @@ class Model:
     sizes the KV cache in tokens (``composer.memory.kv_tokens``);
     ``supports_dcp`` / ``flashinfer_autotune`` show the matching Advanced knobs;
     ``install`` is the public format's per-method install block (semantics §2.1).
+    ``hf_config`` (ours) gives any other fact the launch rules and the memory
+    model read, under the checkpoint's Hugging Face ``config.json`` key names
+    (``composer.model_facts.HF_KEYS``: ``vocab_size``, ``layer_types``,
+    ``sliding_window``, ``linear_attn_config`` …), copied from its config.json;
+    it wins over our data (``composer/data/model_facts.json``), the direct
+    fields above win over it.
     """
 
     model_id: ModelId
@@ -468,10 +500,10 @@ class Model:
     architecture: str = ""
     parameter_count: Union[str, float, None] = None
     active_parameters: Union[str, float, None] = None
-    context_length: Optional[int] = None
-    routed_experts: Optional[int] = None
-    active_experts: Optional[int] = None
-    shared_experts: Optional[int] = None
+    context_length: Optional[Count] = None  # 0: the corpus says "none" (TTS, diffusion)
+    routed_experts: Optional[Count] = None
+    active_experts: Optional[Count] = None
+    shared_experts: Optional[Count] = None
     weight_precision: Optional[str] = None
     activation_precision: Optional[str] = None
     num_hidden_layers: Optional[Positive] = None
@@ -483,6 +515,7 @@ class Model:
     flashinfer_autotune: bool = False
     nightly_required: bool = False
     install: Optional[Mapping[str, Any]] = None
+    hf_config: HfConfig = None
 
 
 @_frozen
@@ -587,7 +620,7 @@ class Recipe:
     compatible_strategies: tuple[str, ...] = ()
     strategy_hardware: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     default_strategy: Optional[str] = None
-    strategy_min_gpus: Union[int, Mapping[str, Union[int, Mapping[str, int]]], None] = None
+    strategy_min_gpus: Union[Positive, Mapping[str, Union[Positive, Mapping[str, Positive]]], None] = None
     strategy_overrides: Mapping[str, StrategyOverride] = field(default_factory=dict)
     hardware_overrides: Mapping[str, HardwareBlock] = field(default_factory=dict)
     kv_offload_support: Mapping[str, str] = field(default_factory=dict)

@@ -5,20 +5,20 @@ lookup takes the recipe's own values first, then our data, else unknown."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from composer.api import make_context
 from composer.buildtime.loader import load_catalog, load_recipe, recipe_paths
-from composer.model_facts import ENTRY_KEYS, HF_KEYS, MODELS, data_entry, facts_for, model_facts
+from composer.model_facts import ENTRY_KEYS, HF_KEYS, INT_KEYS, MODELS, config_errors, data_entry, facts_for, model_facts
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "upstream-recipes"
-INT_KEYS = {"hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
-            "max_position_embeddings", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
-            "v_head_dim", "sliding_window", "full_attention_interval", "n_routed_experts", "num_experts",
-            "num_local_experts", "n_shared_experts", "num_experts_per_tok", "num_nextn_predict_layers"}
 
 
 @pytest.mark.parametrize("mid", sorted(MODELS))
@@ -28,9 +28,7 @@ def test_every_entry_has_a_source_and_only_hf_keys(mid):
     assert set(entry) <= ENTRY_KEYS and "config" in entry
     assert "http" in entry["source"] and len(entry["source"]) > 40  # names where the values come from
     config = entry["config"]
-    assert config and set(config) <= set(HF_KEYS), set(config) - set(HF_KEYS)
-    for k in INT_KEYS & set(config):
-        assert isinstance(config[k], int) and not isinstance(config[k], bool) and config[k] > 0, (mid, k)
+    assert config and not config_errors(config), config_errors(config)  # HF keys only, whole numbers where due
     if "layer_types" in config:
         assert len(config["layer_types"]) == config["num_hidden_layers"]
     if config.get("num_key_value_heads") and config.get("num_attention_heads"):
@@ -140,3 +138,33 @@ def test_kda_sizes_that_are_not_positive_integers_or_not_divisible_give_no_state
     from composer.model_facts import ModelFacts
 
     assert linear_state_bytes(ModelFacts("m", {"linear_attn_config": la}), 16) is None
+
+
+def test_a_recipe_gives_any_fact_under_its_hf_config_name(tmp_path):
+    """Issue 19: the recipe format accepts the facts under Hugging Face
+    config.json names (``model.hf_config``); they win over our data, the
+    direct ``model`` fields win over them; a key outside HF_KEYS or a count
+    that is not a whole number is an error naming the key path and the key."""
+
+    shutil.copytree(ROOT / "recipes", tmp_path / "recipes")
+    rid = "meta-llama/Llama-3.3-70B-Instruct"
+    path = tmp_path / "recipes" / "models" / f"{rid}.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["model"]["hf_config"] = {"vocab_size": 999, "num_attention_heads": 8, "layer_types": ["sliding_attention"] * 80,
+                                  "sliding_window": 4096}
+    path.write_text(yaml.safe_dump(data))
+    f = model_facts(make_context(rid, load_recipe(tmp_path / "recipes", rid), load_catalog(tmp_path / "recipes")))
+    assert f.get("vocab_size") == 999 and f.origin["vocab_size"] == "recipe"  # over our data's 128256
+    assert f.num_attention_heads == 64  # the direct field wins
+    assert f.layer_kinds() == {"full": 0, "sliding": 80, "linear": 0}
+    data["model"]["hf_config"] = {"sliding_windw": 5, "vocab_size": 0}
+    path.write_text(yaml.safe_dump(data))
+    out = subprocess.run([sys.executable, "-m", "composer", "check", str(tmp_path / "recipes")], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert out.returncode != 0
+    line = next(x for x in out.stdout.splitlines() if "hf_config" in x)
+    assert line.startswith(f"models/{rid}.yaml: model.hf_config:"), line
+    assert "'sliding_windw' is not a Hugging Face config.json key" in line and "did you mean 'sliding_window'" in line
+    assert "vocab_size: '0' is not a whole number" in line
+    assert config_errors({"num_experts": 2**40}) and config_errors({"layer_types": []}) == []
+    assert INT_KEYS <= set(HF_KEYS)
