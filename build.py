@@ -1105,6 +1105,11 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
     the next build. No fixed name (``out.old``) is ever used, so nothing of
     anyone else's is renamed over or deleted."""
     _normal_modes(tmp)
+    if out.is_dir() and not out.is_symlink() and not _ours(out):
+        try:  # an empty folder (check_output_dir accepts one): rmdir removes it only while it is empty
+            os.rmdir(out)
+        except OSError:
+            pass  # not empty (any more): refused below, left as it is
     if out.exists() or out.is_symlink():
         if not _ours(out):
             raise BuildError(f"--out {out} is not a site built by build.py (no {SITE_MARKER}); it is left as it is")
@@ -1127,11 +1132,12 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
 
 
 SITE_NAMES = frozenset({"assets", "data", "api", "schema", "runtime", "index.html", "404.html", "index.json",
-                        "catalog.json", "recipe.schema.json"})
+                        "catalog.json", "recipe.schema.json", *public_api.TOP_LEVEL})
 """Names the build writes at the site's top or inside ``data/``, ``api/`` and
-``schema/`` (``api/index.json``, ``data/catalog.json``): a recipe's org, which
-becomes a folder in each of them, must not be one (in any letter case: a
-static host may fold case)."""
+``schema/`` (``api/index.json``, ``data/catalog.json``), and the public-site
+API's top-level files and folders (``public_api.TOP_LEVEL``: ``models.json``,
+``strategies/`` …): a recipe's org, which becomes a folder in each of them,
+must not be one (in any letter case: a static host may fold case)."""
 
 
 def site_name_clash(rid: str) -> str | None:

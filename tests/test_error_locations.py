@@ -100,3 +100,47 @@ def test_a_recipe_key_with_control_characters_is_printed_escaped():
     text = str(RecipeError("models/a/b.yaml", "meta.evil\x1b]0;pwned\x07\x1b[2J", "unknown key", "warning"))
     assert "\x1b" not in text and "\x07" not in text and "\\x1b]0;pwned\\x07" in text
     assert text.isprintable()
+
+
+def _edited_catalog(tmp_path: Path, rel: str, edit) -> Path:
+    recipes = tmp_path / "recipes"
+    shutil.copytree(ROOT / "recipes", recipes)
+    path = recipes / rel
+    data = yaml.safe_load(path.read_text())
+    edit(data)
+    path.write_text(yaml.safe_dump(data))
+    return recipes
+
+
+@pytest.mark.parametrize("rel, edit, key, near", [
+    ("strategies/multi_node_tp.yaml", lambda d: d.__setitem__("parallel_flg", "--tensor-parallel-size"),
+     "parallel_flg", "parallel_flag"),
+    ("kv_store/kv_store_distributed_mooncake.yaml", lambda d: d.__setitem__("envv", {"A": "1"}), "envv", "env"),
+    ("taxonomy.yaml", lambda d: d["hardware_profiles"]["h100"].__setitem__("vram_gbb", 80),
+     "hardware_profiles.h100.vram_gbb", "vram_gb"),
+])
+def test_a_misspelt_key_of_a_strategy_kv_store_or_taxonomy_file_names_that_file(tmp_path, rel, edit, key, near):
+    """Adversarial finding (issue 23): unknown keys of the catalogue's files were
+    never reported, even with --strict. A warning naming the file, the key and
+    the closest known one; an error for this project's own files (strict)."""
+    recipes = _edited_catalog(tmp_path, rel, edit)
+    _, _, problems = validate(recipes, keep_going=True)
+    (found,) = [e for e in problems if e.file == rel and e.key == key]
+    assert found.level == "warning" and f"did you mean {near}?" in found.message
+    with pytest.raises(RecipeLoadError) as info:
+        validate(recipes, strict=True)
+    assert any(e.file == rel and e.key == key for e in info.value.errors)
+
+
+@pytest.mark.parametrize("rel, edit, key", [
+    ("taxonomy.yaml", lambda d: d["hardware_profiles"]["h100"].__setitem__("gpu_count", 10**38),
+     "hardware_profiles.h100.gpu_count"),
+    (K3_FILE, lambda d: d["model"].__setitem__("num_attention_heads", 10**38), "model.num_attention_heads"),
+    (K3_FILE, lambda d: d["variants"]["default"].__setitem__("tp", {"h100": 10**38}), "variants.default.tp.h100"),
+])
+def test_extreme_whole_numbers_are_errors_at_their_key_path(tmp_path, rel, edit, key):
+    """Adversarial finding (issue 23): integer fields took any size (a taxonomy's
+    gpu_count of 10^38 reached the page as a 39-digit GPU count)."""
+    recipes = _edited_catalog(tmp_path, rel, edit)
+    errs = _errors(recipes)
+    assert any(e.file == rel and e.key == key and "less than or equal" in e.message for e in errs), errs

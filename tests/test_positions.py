@@ -197,6 +197,45 @@ def test_an_option_value_that_is_an_option_is_an_error_and_stays_attached(tmp_pa
     assert "--privileged" not in cmd["docker_argv"]
 
 
+# --- strategy and KV-store files come from strangers too --------------------------
+
+CATALOG_FAULTS = [
+    # (file under recipes/, edit, key path, words of the error)
+    ("kv_store/kv_store_distributed_mooncake.yaml", lambda d: d["router"].update(policy="--privileged"),
+     "router.policy", "starts with '-'"),
+    ("kv_store/kv_store_distributed_mooncake.yaml", lambda d: d["router"].update(port="30080 --privileged"),
+     "router.port", "TCP port"),
+    ("strategies/pd_cluster.yaml", lambda d: d["router"].update(policy="--log-level=debug"), "router.policy",
+     "starts with '-'"),
+    ("strategies/multi_node_tp.yaml", lambda d: d.setdefault("vllm_args", []).extend(["--port", "80a"]), "vllm_args",
+     "TCP port"),
+    ("strategies/pd_cluster.yaml", lambda d: d["prefill"]["vllm_args"].append("--served-model-name=--x"),
+     "prefill.vllm_args", "starts with '-'"),
+    ("kv_store/kv_store_distributed_mooncake.yaml", lambda d: d["vllm"]["vllm_args"].append("--api-key=-k"),
+     "vllm.vllm_args", "starts with '-'"),
+]
+
+
+@pytest.mark.parametrize("rel, edit, key, words", CATALOG_FAULTS, ids=[f[2] + ":" + f[3][:9] for f in CATALOG_FAULTS])
+def test_a_catalog_value_that_does_not_fit_where_it_lands_is_an_error_naming_its_file(tmp_path, rel, edit, key, words):
+    """Adversarial finding (issue 23): a KV store's router policy "--privileged"
+    became an option of vllm-router and a strategy's "--port 80a" passed the
+    checks; strategy and KV-store files are checked as recipe files are."""
+    import shutil
+
+    recipes = tmp_path / "recipes"
+    shutil.copytree(ROOT / "recipes", recipes)
+    path = recipes / rel
+    data = yaml.safe_load(path.read_text())
+    edit(data)
+    path.write_text(yaml.safe_dump(data))
+    errs = _errors(recipes)
+    assert any(e.file == rel and e.key == key and words in e.message for e in errs), errs
+    res = subprocess.run([sys.executable, "-m", "composer", "check", str(recipes)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode != 0 and f"{rel}: {key}:" in res.stdout + res.stderr, res.stdout + res.stderr
+
+
 # --- the property test ------------------------------------------------------------
 
 HOSTILE = st.sampled_from([

@@ -9,6 +9,7 @@ files are skipped with ``--keep-going`` and named by their recipe file."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import shutil
@@ -149,7 +150,9 @@ def test_a_lock_that_is_a_regular_file_of_someone_else_is_never_written(tmp_path
     assert lock.read_text() == "someone's notes\n"
 
 
-CLASHES = ["api/index.json", "index.json/x", "404.html/x", "Data/x"]
+# The public-site API writes models.json and strategies/<id>.json at the top (adversarial finding: an org
+# "models.json" failed every build, one named "strategies" overwrote the catalogue's strategy documents).
+CLASHES = ["api/index.json", "index.json/x", "404.html/x", "Data/x", "models.json/x", "strategies/multi_node_tp"]
 
 
 def test_recipe_ids_that_name_site_files_are_skipped_by_keep_going(tmp_path):
@@ -167,6 +170,17 @@ def test_recipe_ids_that_name_site_files_are_skipped_by_keep_going(tmp_path):
     assert summary["recipes"] == 3 and sorted(e.file for e in summary["errors"]) == sorted(
         f"models/{rid}.yaml" for rid in CLASHES)
     assert (tmp_path / "site" / "api" / "index.json").is_file() and (tmp_path / "site" / "404.html").is_file()
+    assert (tmp_path / "site" / "models.json").is_file()
+    assert "deploy_type" in json.loads((tmp_path / "site" / "strategies" / "multi_node_tp.json").read_text())
+
+
+def test_an_empty_out_folder_is_replaced_by_the_site(tmp_path):
+    """check_output_dir accepts an empty --out; the swap used to refuse it after
+    the whole build ("is not a site built by build.py", adversarial finding)."""
+    out = tmp_path / "site"
+    out.mkdir()
+    build.build(ROOT / "recipes", out, neighbours=0, precompress=False)
+    assert (out / build.SITE_MARKER).exists() and (out / "index.html").is_file()
 
 
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "directory"])

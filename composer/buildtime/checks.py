@@ -27,8 +27,8 @@ from composer.layers import TOPOLOGY_SOURCE
 from composer.buildtime.loader import RecipeError, RecipeLoadError, _validation_errors, catalog_validation_errors, load_catalog_data, load_recipe_data, recipe_paths, unsafe_recipe_files
 from composer.positions import check
 from composer.buildtime.repair import repair
-from composer.schema import Catalog, Recipe
-from composer.buildtime.validate import check_recipe_args, check_recipe_commands, check_recipe_positions, check_recipe_references, lint_recipe, unknown_keys_found, validate_catalog, validate_recipe
+from composer.schema import Catalog, Recipe, Strategy, Taxonomy
+from composer.buildtime.validate import catalog_position_problems, check_recipe_args, check_recipe_commands, check_recipe_positions, check_recipe_references, lint_recipe, unknown_keys, unknown_keys_found, validate_catalog, validate_recipe
 
 
 def load_catalog_checked(recipes_dir: Path, strict: bool = False) -> Catalog:
@@ -46,6 +46,11 @@ def check_catalog(recipes_dir: Path, strict: bool = False) -> tuple[Catalog, lis
     files: dict[str, str] = {}
     cat_data, problems = load_catalog_data(recipes_dir, files)
     level = "error" if strict else "warning"
+    # A misspelt key (parallel_flg, envv, vram_gbb) would vanish without a word, as in a recipe.
+    problems += [RecipeError("taxonomy.yaml", key, message, "warning")
+                 for key, message in unknown_keys(cat_data["taxonomy"], Taxonomy)]
+    problems += [RecipeError(files.get(sid, f"strategies/{sid}.yaml"), key, message, "warning")
+                 for sid, data in cat_data["strategies"].items() for key, message in unknown_keys(data, Strategy)]
     warnings = [RecipeError(p.file, p.key, p.message, level) for p in problems if p.level == "warning"]
     errors = [p for p in problems if p.level == "error"] + (warnings if strict else [])
     if not errors:
@@ -57,6 +62,8 @@ def check_catalog(recipes_dir: Path, strict: bool = False) -> tuple[Catalog, lis
             # Strategy and KV-store env reaches `export` lines and containers: names
             # must be shell identifiers and never a name the platform provides.
             for sid, st in catalog.strategies.items():
+                errors += [RecipeError(files.get(sid, f"strategies/{sid}.yaml"), key, message)
+                           for key, message in catalog_position_problems(st)]
                 blocks = [("env", st.env), ("vllm.env", (st.vllm or {}).get("env") or {})]
                 for key, env in blocks:
                     for name in env:

@@ -225,9 +225,34 @@ def _short_repr(value) -> str:
     return _REPR.repr(value)
 
 
+_UNION_TAG = re.compile(r"^(?:constrained-)?(?:int|str|float|bool|bytes)$|^[\w-]+\[.*\]$|^function-\w+\[")
+"""A member tag pydantic puts in an error's location when a value may take
+several forms (``tp: 8`` or ``tp: {h100: 8}`` gives ``…tp.constrained-int``
+and ``…tp.dict[str,constrained-int].h100``): not a key the author wrote."""
+
+
+def _union_cleaned(errors: list[dict]) -> list[dict]:
+    """Pydantic's errors with union member tags taken out of their locations,
+    and, of one union's errors, only those about the form the author used:
+    a wrong-form error (``int_type``, ``dict_type`` …) is dropped where
+    another member gave a real one (``tp: {h100: 10**38}`` is "less than or
+    equal" at ``tp.h100``, not also "should be a valid integer" at ``tp``)."""
+    groups: dict[tuple, list[dict]] = {}
+    for err in errors:
+        loc = tuple(err["loc"])
+        tagged = next((i for i, p in enumerate(loc) if isinstance(p, str) and _UNION_TAG.match(p)), None)
+        clean = {**err, "loc": tuple(p for p in loc if not (isinstance(p, str) and _UNION_TAG.match(p)))}
+        groups.setdefault(loc[:tagged] if tagged is not None else loc + ("#",), []).append(clean)
+    out = []
+    for group in groups.values():
+        real = [e for e in group if not e["type"].endswith("_type")]
+        out += real or group[:1]
+    return out
+
+
 def _validation_errors(exc: ValidationError, file: str) -> list[RecipeError]:
     out = []
-    for err in exc.errors():
+    for err in _union_cleaned(exc.errors()):
         key = ".".join(str(p) for p in err["loc"])
         # Sequences are tuples in the types but lists in YAML: say what the author writes.
         msg = "Input should be a valid list" if err["type"] == "tuple_type" else err["msg"]

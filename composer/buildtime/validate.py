@@ -120,7 +120,7 @@ def check_recipe_positions(recipe: Recipe) -> list[tuple[str, str]]:
     options, ports, and the names of every env block (no platform name such as
     ``HOME``, ``PATH``, ``LWS_WORKER_INDEX``, ``HF_TOKEN``). Model ids are
     checked by the schema (``schema.MODEL_ID``: never an option)."""
-    from composer.positions import PLACEHOLDER_ONLY, check
+    from composer.positions import check
 
     out = []
     for key, name in recipe_images(recipe):
@@ -128,23 +128,101 @@ def check_recipe_positions(recipe: Recipe) -> list[tuple[str, str]]:
         if problem:
             out.append((key, problem))
     for key, tokens in arg_lists(recipe):
-        try:
-            units = parse_tokens(list(tokens))
-        except ArgvError:
-            continue  # reported by check_recipe_args
-        for u in units:
-            if u.value is None:
-                continue
-            problem = check(u.value, "option")
-            if problem is None and PORT_FLAGS.match(u.key) and not PLACEHOLDER_ONLY.match(u.value):
-                problem = check(u.value, "port")
-            if problem:
-                out.append((key, f"--{u.key.lstrip('-')}: {problem}"))
+        out += [(key, problem) for problem in arg_position_problems(tokens)]
+    for key, cfg in (("strategy_overrides.pd_cluster.router", so.router) for sid, so in
+                     recipe.strategy_overrides.items() if sid == "pd_cluster" and so.router):
+        out += router_position_problems(key, cfg)
     for key, env in env_maps(recipe):
         for name in env:
             problem = check(name, "env-name")
             if problem:
                 out.append((f"{key}.{name}", problem))
+    return out
+
+
+def arg_position_problems(tokens) -> list[str]:
+    """The problems of an argv list's values with where they land
+    (``composer.positions``): an option's value that would be read as an
+    option, a port flag's value that is not a port (a ``$NAME`` left to the
+    person passes). An unparsable list gives none: ``check_recipe_args`` and
+    ``catalog_position_problems`` report it."""
+    from composer.positions import PLACEHOLDER_ONLY, check
+
+    try:
+        units = parse_tokens(list(tokens))
+    except ArgvError:
+        return []
+    out = []
+    for u in units:
+        if u.value is None:
+            continue
+        problem = check(u.value, "option")
+        if problem is None and PORT_FLAGS.match(u.key) and not PLACEHOLDER_ONLY.match(u.value):
+            problem = check(u.value, "port")
+        if problem:
+            out.append(f"--{u.key.lstrip('-')}: {problem}")
+    return out
+
+
+def router_position_problems(key: str, cfg) -> list[tuple[str, str]]:
+    """``(key path, message)`` for a ``router`` block's values: ``policy``
+    lands after ``vllm-router --policy`` (an option's value), ``port`` after
+    ``--port`` (adversarial finding: a KV store's ``policy: "--privileged"``
+    became an option of the router)."""
+    from composer.positions import PLACEHOLDER_ONLY, check
+
+    out: list[tuple[str, str]] = []
+    if not isinstance(cfg, dict):
+        return out
+    if "policy" in cfg:
+        problem = check(str(cfg["policy"]), "option")
+        if problem:
+            out.append((f"{key}.policy", problem))
+    if "port" in cfg and not PLACEHOLDER_ONLY.match(str(cfg["port"])):
+        problem = check(str(cfg["port"]), "port")
+        if problem:
+            out.append((f"{key}.port", problem))
+    return out
+
+
+def catalog_position_problems(strategy) -> list[tuple[str, str]]:
+    """``(key path, message)`` for the values of a strategy or KV-store file
+    (``composer.schema.Strategy``) that do not fit where they land, as
+    ``check_recipe_positions`` does for a recipe: every argv list
+    (``vllm_args``; ``prefill``/``decode`` ``vllm_args``, ``extra_args`` and
+    their hardware blocks; ``pd.<role>.args``; ``vllm.vllm_args``) parsed and
+    its values checked, the ``router`` block, ``vllm.port``. Strategy files
+    come from strangers as recipe files do (issue 23)."""
+    from composer.positions import PLACEHOLDER_ONLY, check
+
+    lists: list[tuple[str, Any]] = [("vllm_args", strategy.vllm_args)]
+    for role in ("prefill", "decode"):
+        spec = getattr(strategy, role)
+        if spec is None:
+            continue
+        lists += [(f"{role}.vllm_args", spec.vllm_args), (f"{role}.extra_args", spec.extra_args)]
+        for hk, block in spec.hardware_overrides.items():
+            lists += [(f"{role}.hardware_overrides.{hk}.extra_args", block.extra_args),
+                      (f"{role}.hardware_overrides.{hk}.args", block.args)]
+    lists += [(f"pd.{role}.args", c.args) for role, c in strategy.pd.items()]
+    vllm = strategy.vllm if isinstance(strategy.vllm, dict) else {}
+    if isinstance(vllm.get("vllm_args"), (list, tuple)):
+        lists.append(("vllm.vllm_args", [str(t) for t in vllm["vllm_args"]]))
+    out = []
+    for key, tokens in lists:
+        if not tokens:
+            continue
+        try:
+            parse_tokens(list(tokens))
+        except ArgvError as exc:
+            out.append((key, str(exc)))
+            continue
+        out += [(key, problem) for problem in arg_position_problems(tokens)]
+    out += router_position_problems("router", strategy.router)
+    if "port" in vllm and not PLACEHOLDER_ONLY.match(str(vllm["port"])):
+        problem = check(str(vllm["port"]), "port")
+        if problem:
+            out.append(("vllm.port", problem))
     return out
 
 
@@ -309,9 +387,14 @@ DISPLAY_ONLY = {
     "OmniTask": {"axes"},
     "HardwareBlock": {"install_note"},
     "Feature": {"hardware"},
+    "Strategy": {"hardware_match"},  # semantics §1: never read, by the public site either
+    "Taxonomy": {"tasks", "strategies", "kv_offload_groups", "docs_url"},
+    "HardwareProfile": {"multi_node"},  # the public site's flag; our profiles say ``scalable``
+    "KvOffloadOption": {"docs_url"},
 }
-"""Keys of the public recipe format that only the public site displays; the
-composer does not read them, and they are not reported as unknown."""
+"""Keys of the public recipe format (recipes, strategy and KV-store files, the
+taxonomy) that only the public site displays; the composer does not read
+them, and they are not reported as unknown."""
 
 
 def unknown_keys(data, tp=Recipe, path: str = ""):
