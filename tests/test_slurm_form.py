@@ -477,3 +477,59 @@ def test_a_recipes_gpu_indices_are_left_to_slurm(var, tmp_path, fake_bin):
     for (argv, env), c in zip(nodes, plan["commands"]):
         assert argv == list(c["argv"])
         assert env.get(slurm_var) == given and (not amd or var not in env)
+
+
+INSTANCE_QUERIES = [
+    # Llama over a Mooncake KV store: 2 instances of 2 nodes (multi-node TP + DP), and 3 one-node instances.
+    ("meta-llama/Llama-3.3-70B-Instruct",
+     "kv_offload=kv_store_distributed_mooncake&instances=2&hardware=h100&nodes=2&strategy=multi_node_tp"),
+    ("meta-llama/Llama-3.3-70B-Instruct", "kv_offload=kv_store_distributed_mooncake&instances=3&hardware=h200"),
+]
+
+
+@pytest.mark.parametrize("rid, query", INSTANCE_QUERIES)
+def test_kv_store_instances_are_one_job_each_and_the_router_reads_their_hosts(rid, query, tmp_path, fake_bin):
+    """Issue 20.3 (audit finding: a plan with instances > 1 wrote no SLURM
+    files): each instance is its own sbatch job that starts exactly its nodes'
+    commands with its hosts from SLURM and publishes them; the router job,
+    run while they run, lists every instance's API server."""
+    ctx = dict(our_plans())[rid]
+    plan = slurm_plan(ctx, query)
+    assert plan["status"] == "ok" and not plan["output"]["reason"], plan["output"]["reason"]
+    scripts = {a["file_name"]: a["text"] for a in plan["output"]["artifacts"] if a["file_name"].endswith(".sbatch")}
+    count = int(parse_query(query).get("instances"))
+    assert list(scripts) == [f"instance-{k}.sbatch" for k in range(1, count + 1)] + ["router.sbatch"]
+    serving = [c for c in plan["commands"] if c["role"] != "router"]
+    per = len(serving) // count
+    submit = tmp_path / "submit"
+    submit.mkdir()
+    published = {}
+    for k in range(1, count + 1):
+        script = scripts[f"instance-{k}.sbatch"]
+        assert sbatch_option(script, "nodes") == str(per) and sbatch_option(script, "exclusive") == ""
+        assert subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True).returncode == 0
+        hosts = [f"i{k}-host{r}" for r in range(per)]
+        own = dict(USER_VALUES)
+        own.update({f"INSTANCE_{k}_HEAD_IP": hosts[0], f"INSTANCE_{k}_IP": hosts[0],
+                    **{f"INSTANCE_{k}_NODE_{r}_IP": hosts[r] for r in range(1, per)}})
+        out, nodes = run_job(script, hosts, {**USER_VALUES, "SLURM_SUBMIT_DIR": str(submit)}, tmp_path, fake_bin)
+        assert out.returncode == 0, out.stderr
+        for c, node in zip(sorted(serving[(k - 1) * per:k * per], key=lambda c: c["node_rank"]), nodes):
+            assert node is not None, c["label"]
+            assert node[0] == [expand(a, own) for a in c["argv"]], c["label"]
+            assert all(node[1].get(n) == expand(v, own) for n, v in c["env"].items()), c["label"]
+        for kept in (tmp_path / "kept").glob(f"*instance-{k}.hosts"):
+            published[kept.name] = kept.read_text()
+        assert not list(submit.glob("*.hosts"))  # removed when the job ends
+        out, nodes = run_job(script, hosts, dict(USER_VALUES), tmp_path, fake_bin, num_nodes=per + 1)
+        assert out.returncode == 1 and not any(nodes)
+    assert len(published) == count
+    for name, text in published.items():  # the instance jobs "still running": their files are there
+        (submit / name).write_text(text)
+    (router,) = [c for c in plan["commands"] if c["role"] == "router"]
+    out, nodes = run_job(scripts["router.sbatch"], ["router-host"], {**USER_VALUES, "SLURM_SUBMIT_DIR": str(submit)},
+                         tmp_path, fake_bin)
+    assert out.returncode == 0, out.stderr
+    urls = [a for a in nodes[0][0] if a.startswith("http://")]
+    assert urls == [f"http://i{k}-host0:8000" for k in range(1, count + 1)], urls
+    assert nodes[0][0][0] == "vllm-router" and "cache_aware" in nodes[0][0]

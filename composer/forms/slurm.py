@@ -57,10 +57,16 @@ def _gpus_per_node(inp: FormInput, pool: Optional[str]) -> int:
     return layout_for(inp.ctx, sel, sel.nodes).used_per_node
 
 
-def _host_names(pool: Optional[str], nodes: int) -> dict[str, str]:
+def _host_names(pool: Optional[str], nodes: int, instance: Optional[int] = None) -> dict[str, str]:
     """``{placeholder: shell expression}`` a job of ``pool`` sets from its host
     list ``NODES``: ``HEAD_IP`` (first host), or the pool's ``PREFILL_NODE_<k>``
-    / ``DECODE_NODE_<k>``."""
+    / ``DECODE_NODE_<k>``; an instance job of a KV-store deployment
+    (``instance`` k, from 1) its ``INSTANCE_<k>_HEAD_IP`` (``INSTANCE_<k>_IP``
+    for a one-node instance) and ``INSTANCE_<k>_NODE_<r>_IP`` (``plan``'s
+    names for an instance's hosts)."""
+    if instance is not None:
+        first = f"INSTANCE_{instance}_HEAD_IP" if nodes > 1 else f"INSTANCE_{instance}_IP"
+        return {first: "${NODES[0]}", **{f"INSTANCE_{instance}_NODE_{r}_IP": f"${{NODES[{r}]}}" for r in range(1, nodes)}}
     if pool is None:
         return {"HEAD_IP": "${NODES[0]}"}
     return {f"{pool.upper()}_NODE_{k + 1}": f"${{NODES[{k}]}}" for k in range(nodes)}
@@ -76,12 +82,13 @@ sets when submitting the router still wins."""
 _HOST_VALUE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 
-def _router_hosts(pool: Optional[str], nodes: int) -> dict[str, str]:
+def _router_hosts(pool: Optional[str], nodes: int, instance: Optional[int] = None) -> dict[str, str]:
     """``{name: shell expression}`` the router job needs from a job of ``pool``
     (None: the hybrid-LB serve job, whose nodes are ``HEAD_IP``,
-    ``NODE_1_IP`` …, the router's names for them)."""
-    if pool is not None:
-        return _host_names(pool, nodes)
+    ``NODE_1_IP`` …, the router's names for them; an instance job: its own
+    names, ``_host_names``)."""
+    if pool is not None or instance is not None:
+        return _host_names(pool, nodes, instance)
     return {("HEAD_IP" if k == 0 else f"NODE_{k}_IP"): f"${{NODES[{k}]}}" for k in range(nodes)}
 
 
@@ -152,13 +159,14 @@ def job_name(inp: FormInput, job: str) -> str:
 
 
 def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], gpus: int, note: str,
-           hosts_for_router: bool = False, reads_hosts: tuple[str, ...] = ()) -> str:
+           hosts_for_router: bool = False, reads_hosts: tuple[str, ...] = (), instance: Optional[int] = None) -> str:
     """One sbatch script running ``cmds`` (node rank order) on one node each.
     ``hosts_for_router``: the job writes its host names for the router job
     (``_write_hosts``); ``reads_hosts``: the jobs whose files the router job
-    reads (``_read_hosts``) before it checks what it needs."""
+    reads (``_read_hosts``) before it checks what it needs; ``instance``: the
+    job runs instance k (from 1) of a KV-store deployment."""
     nodes = len(cmds)
-    derived = _host_names(pool, nodes) if gpus else {}
+    derived = _host_names(pool, nodes, instance) if gpus else {}
     needed = [n for n in _placeholders(cmds) if n not in derived]
     name = job_name(inp, job)
     lines = ["#!/usr/bin/env bash", f"#SBATCH --job-name={name}", f"#SBATCH --nodes={nodes}",
@@ -207,7 +215,7 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
             lines.append(f': "${{{ph}:?set {ph} before sbatch (see the configurator page)}}"')
         lines.append(f"export {ph}")
     if hosts_for_router:  # after every check: a job that stops here leaves no host names behind
-        lines += _write_hosts(name, _router_hosts(pool, nodes))
+        lines += _write_hosts(name, _router_hosts(pool, nodes, instance))
     routers = [c for c in cmds if c.role == "router"]
     if routers:  # where to send requests (a fresh user found no word of the host the router job landed on)
         port = flag_value(routers[0].argv, "--port") or "30000"
@@ -252,7 +260,7 @@ def files(inp: FormInput, detail: object) -> tuple[tuple[Artifact, ...], Optiona
     if not inp.commands:
         return (), "The plan has no commands to run."
     if inp.sel.instances > 1:
-        return (), "Several vLLM instances behind a router are not written as SLURM jobs yet; use the pip form's scripts."
+        return _instance_files(inp)
     groups: dict[Optional[str], list[Command]] = {}
     router = [c for c in inp.commands if c.role == "router"]
     for c in inp.commands:
@@ -284,7 +292,38 @@ def files(inp: FormInput, detail: object) -> tuple[tuple[Artifact, ...], Optiona
     return tuple(out), None
 
 
-_JOB_HOSTS = re.compile(r"HEAD_IP|NODE_\d+_IP|(?:PREFILL|DECODE)_NODE_\d+")
+def _instance_files(inp: FormInput) -> tuple[tuple[Artifact, ...], Optional[str]]:
+    """A KV-store deployment's instances behind the cache-aware router: one
+    ``instance-<k>.sbatch`` per instance (its nodes, in the plan's order: each
+    instance's commands follow the previous one's, as ``plan`` composes them
+    and ``composer.k8s`` groups them), each publishing its host names, and
+    ``router.sbatch`` reading them all. The instances are separate jobs so
+    each gets whole nodes of its own and fails alone."""
+    serving = [c for c in inp.commands if c.role != "router"]
+    router = [c for c in inp.commands if c.role == "router"]
+    count = inp.sel.instances
+    per = len(serving) // count
+    if per * count != len(serving) or not router:
+        return (), "The plan's commands do not divide into its instances; use the pip form's scripts."
+    gpus = _gpus_per_node(inp, None)
+    out, jobs = [], []
+    for k in range(1, count + 1):
+        cmds = sorted(serving[(k - 1) * per:k * per], key=lambda c: c.node_rank)
+        job = f"instance-{k}"
+        jobs.append(job)
+        note = (f"Instance {k} of {count}: submit with sbatch {job}.sbatch; every node starts with srun, and it "
+                "writes its host names for the router job.")
+        out.append(Artifact(f"{job}.sbatch", "text/x-shellscript",
+                            sbatch(inp, job, cmds, None, gpus, note, hosts_for_router=True, instance=k), note=note))
+    note = ("The router: submit from the same directory once the instance jobs run (sbatch --dependency=after:"
+            "<instance job ids> router.sbatch): it reads each instance's host names from the host files the running "
+            "instance jobs publish (a value set when submitting wins).")
+    out.append(Artifact("router.sbatch", "text/x-shellscript",
+                        sbatch(inp, "router", router, None, 0, note, reads_hosts=tuple(jobs)), note=note))
+    return tuple(out), None
+
+
+_JOB_HOSTS = re.compile(r"HEAD_IP|NODE_\d+_IP|(?:PREFILL|DECODE)_NODE_\d+|INSTANCE_\d+_(?:HEAD_IP|IP|NODE_\d+_IP)")
 """The placeholders an sbatch job sets from its host list (``_host_names``,
 ``_router_hosts``): whatever runs inside the jobs needs no value for them."""
 
