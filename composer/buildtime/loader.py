@@ -231,7 +231,7 @@ several forms (``tp: 8`` or ``tp: {h100: 8}`` gives ``…tp.constrained-int``
 and ``…tp.dict[str,constrained-int].h100``): not a key the author wrote."""
 
 
-def _union_cleaned(errors: list[dict]) -> list[dict]:
+def _union_cleaned(errors: list) -> list[dict]:
     """Pydantic's errors with union member tags taken out of their locations,
     and, of one union's errors, only those about the form the author used:
     a wrong-form error (``int_type``, ``dict_type`` …) is dropped where
