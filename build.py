@@ -534,7 +534,8 @@ def write_public_recipe(tmp: Path, ctx, recipe: Recipe, recipe_ids=()) -> dict[s
             ctx, recipe_data, lambda c, q: compose(c, q, every_form=False),
             lambda c, q: group_options(c, q, "strategy"),
             lambda sid: {"id": sid, **data["strategies"].get(sid, {})},
-            lambda hw: {"id": hw, **data["taxonomy"]["hardware_profiles"][hw]}, variant_key=variant_key)
+            lambda hw: {"id": hw, **data["taxonomy"]["hardware_profiles"][hw]}, variant_key=variant_key,
+            kv_options=lambda c, q: group_options(c, q, "kv_offload"))
 
     for rel, doc in files_of():
         path = tmp / rel

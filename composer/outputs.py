@@ -153,13 +153,22 @@ class CompanionProcess:
     ``command`` starts it, ``install`` installs what it runs (or None);
     ``text`` is what its tab shows, Copy copies and its script runs — the
     install (in a uv environment, ``run_forms.tool_install``) then the command,
-    so the tab alone gets the process running (issue 21)."""
+    so the tab alone gets the process running (issue 21). ``role`` says what
+    it is, for tools (``COMPANION_ROLES``): the public API's KV-store
+    renderings name the Mooncake master, store and config by it."""
 
     label: str
     description: str
     command: str
     install: Optional[str]
     text: str = ""
+    role: str = ""
+
+
+COMPANION_ROLES = ("kv-server", "mooncake-master", "mooncake-store", "mooncake-config", "feature")
+"""``CompanionProcess.role``: a KV offload option's server (LMCache), a
+Mooncake KV store's master, standalone store and config file, a feature's
+companion."""
 
 
 @dataclass(frozen=True)

@@ -513,20 +513,22 @@ def companions(ctx: RecipeContext, sel) -> list[CompanionProcess]:
     kv = ctx.catalog.taxonomy.kv_offload.get(sel.kv_offload) if sel.kv_offload else None
     if kv is not None and kv.companion and kv.companion.command:
         out.append(_companion(kv.companion.label or f"{kv.label} server", kv.companion.description,
-                              recipe_command(kv.companion.command), _install(kv.install)))
+                              recipe_command(kv.companion.command), _install(kv.install), "kv-server"))
     store = ctx.catalog.strategies.get(sel.kv_offload) if sel.kv_offload else None
     if store is not None and store.deploy_type == "kv_store_lb":
         out += _mooncake_companions(ctx, sel, store)
     for fid in sel.features:
         f = ctx.recipe.features.get(fid)
         if f and f.companion and f.companion.command and not ctx.feature_block_reason(fid, sel.strategy):
-            out.append(_companion(f.companion.label or fid, f.companion.description, recipe_command(f.companion.command), None))
+            out.append(_companion(f.companion.label or fid, f.companion.description, recipe_command(f.companion.command), None,
+                                  "feature"))
     return out
 
 
-def _companion(label: str, description: str, command: str, install: str | None) -> CompanionProcess:
-    """A companion process whose ``text`` installs it first (``tool_install``)."""
-    return CompanionProcess(label, description, command, install, tool_install(install, command))
+def _companion(label: str, description: str, command: str, install: str | None, role: str) -> CompanionProcess:
+    """A companion process whose ``text`` installs it first (``tool_install``);
+    ``role``: one of ``composer.outputs.COMPANION_ROLES``."""
+    return CompanionProcess(label, description, command, install, tool_install(install, command), role)
 
 
 def _mooncake_install(ctx: RecipeContext, sel) -> str | None:
@@ -553,11 +555,11 @@ def _mooncake_companions(ctx: RecipeContext, sel, store) -> list[CompanionProces
     master = store.mooncake_master or {}
     if master.get("command"):
         out.append(_companion("Mooncake master", str(master.get("description", "")),
-                              recipe_command(str(master["command"])), _install(install_line)))
+                              recipe_command(str(master["command"])), _install(install_line), "mooncake-master"))
     store_cfg = store.mooncake_store_config or {}
     if isinstance(store_cfg, dict) and store_cfg.get("command"):
         out.append(_companion("Mooncake store", str(store_cfg.get("description", "")),
-                              recipe_command(str(store_cfg["command"])), _install(install_line)))
+                              recipe_command(str(store_cfg["command"])), _install(install_line), "mooncake-store"))
     cfg = store.mooncake_vllm_config or {}
     template = cfg.get("template") if isinstance(cfg, dict) else None
     if template:
@@ -567,7 +569,8 @@ def _mooncake_companions(ctx: RecipeContext, sel, store) -> list[CompanionProces
             'export MOONCAKE_CONFIG_PATH="${MOONCAKE_CONFIG_PATH:-/etc/mooncake/mooncake_vllm_config.json}"\n'
             'mkdir -p "$(dirname "$MOONCAKE_CONFIG_PATH")"\n'
             f'cat > "$MOONCAKE_CONFIG_PATH" <<EOF\n{body}\nEOF')
-        out.append(_companion("Mooncake config", "Write this file on every vLLM node before starting it.", command, None))
+        out.append(_companion("Mooncake config", "Write this file on every vLLM node before starting it.", command, None,
+                              "mooncake-config"))
     return out
 
 

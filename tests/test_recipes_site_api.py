@@ -157,6 +157,8 @@ def test_the_converter_reads_every_rendering_of_our_recipes(site, converter, tmp
     assert sorted(m["hf_id"] for m in models) == sorted(public_api_ids(ours))
     counts = {"single": 0, "refused": 0, "runs": 0}
     refused_of: Counter = Counter()
+    stores = {s["id"] for s in get(base, "/kv_store.json")}
+    kv_seen: set = set()
     for model in models:
         rid = model["hf_id"]
         ctx = ours[rid]
@@ -180,11 +182,17 @@ def test_the_converter_reads_every_rendering_of_our_recipes(site, converter, tmp
             checks = [(plan, ("--api-base", base, "--model", rid, "--hardware", hw)),
                       (plan, (base + by_hw[hw],))]
             for sid, path in rendering["alternatives"].items():
-                alt = compose(ctx, {"hardware": hw, "strategy": sid}, every_form=False)
-                assert path == f"/{rid}/hw/{hw}/strategies/{sid}.json" and alt["selection"]["strategy"] == sid
+                assert path == f"/{rid}/hw/{hw}/strategies/{sid}.json"
+                if sid in stores:  # a KV store is an alternative too (semantics §13), on its serving strategy
+                    alt = compose(ctx, {"hardware": hw, "kv_offload": sid}, every_form=False)
+                    check_kv_store(get(base, path), alt, sid, ctx)
+                    kv_seen.add((rid, sid))
+                else:
+                    alt = compose(ctx, {"hardware": hw, "strategy": sid}, every_form=False)
+                    assert alt["selection"]["strategy"] == sid
                 checks.append((alt, ("--api-base", base, "--model", rid, "--hardware", hw, "--strategy", sid)))
             for want, args in checks:
-                single = len(want["commands"]) == 1
+                single = len(want["commands"]) == 1 and want["selection"].get("kv_offload") not in stores
                 if not single and not FULL and refused_of[rid] >= 3:
                     continue  # the converter refuses every multi-process rendering alike: a few per recipe show it
                 res = run(converter, tmp_path, *args)
@@ -201,7 +209,26 @@ def test_the_converter_reads_every_rendering_of_our_recipes(site, converter, tmp
             assert path == f"/{rid}/strategies/{sid}.json"
             assert get(base, path) == get(base, f"/{rid}/hw/{rec['hardware']}/strategies/{sid}.json")
     assert counts["single"] > 10 and counts["refused"] >= 6, counts
+    assert ("meta-llama/Llama-3.3-70B-Instruct", "kv_store_distributed_mooncake") in kv_seen, kv_seen
     print(counts)
+
+
+def check_kv_store(body: dict, plan: dict, kid: str, ctx) -> None:
+    """A KV-store rendering (semantics §13, "kv_store"): the store's id as the
+    strategy, the strategy every instance runs, every vLLM node's argv in
+    order, the Mooncake processes by their role, and the router with several
+    instances; the vLLM converter refuses it (several processes)."""
+    serve = [c for c in plan["commands"] if c["role"] != "router"]
+    assert plan["status"] == "ok" and body["strategy"] == kid and body["deploy_type"] == "kv_store_lb"
+    assert body["serving_strategy"] == plan["selection"]["strategy"] != kid
+    assert body["instances"] == (plan["selection"].get("instances") or 1) and body["summary"] == plan["summary"]
+    assert body["vllm_argvs"] == [list(c["argv"]) for c in serve] and body["vllm_envs"] == [dict(c["env"]) for c in serve]
+    assert body["kv_min_vllm_version"] == ctx.strategy(kid).min_vllm_version
+    roles = {c["role"]: c for c in plan["companions"]}
+    assert body["master"] == {"command": roles["mooncake-master"]["command"], "install": roles["mooncake-master"]["install"]}
+    assert body["mooncake_config"] == roles["mooncake-config"]["command"] and "MOONCAKE_CONFIG_PATH" in body["mooncake_config"]
+    assert ("router_argv" in body) == (body["instances"] > 1)
+    assert body["strategy_spec"]["id"] == kid
 
 
 def test_strategies_and_taxonomy_are_served(site):

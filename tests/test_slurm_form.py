@@ -101,9 +101,12 @@ def sbatch_option(script: str, name: str) -> str | None:
     return None if m is None else (m.group(1) or "")
 
 
-def check_plan(plan: dict, tmp: Path, fake_bin: Path, ran: dict, refusal: set | None = None) -> None:
+def check_plan(plan: dict, tmp: Path, fake_bin: Path, ran: dict, refusal: set | None = None,
+               shell_names: bool = False) -> None:
     """Every script of one SLURM-form plan, run with the stand-ins; a job of
-    another size is tried once per kind of job (``refusal``: the kinds tried)."""
+    another size is tried once per kind of job (``refusal``: the kinds tried).
+    ``shell_names``: a ``$HOME`` or ``$PATH`` in the plan's text is expected
+    as the job's shell has it (``run_job``'s), as every shell form expands it."""
     cmds = plan["commands"] or plan["blocked_commands"]
     scripts = {a["file_name"]: a["text"] for a in plan["output"]["artifacts"] if a["file_name"].endswith(".sbatch")}
     pools = {}
@@ -112,6 +115,14 @@ def check_plan(plan: dict, tmp: Path, fake_bin: Path, ran: dict, refusal: set | 
     assert set(scripts) == {f"{p}.sbatch" for p in pools}, (scripts.keys(), pools.keys())
     hosts_of = {p: [f"{p}-host{i + 1}" for i in range(len(cs))] for p, cs in pools.items()}
     values = dict(USER_VALUES)
+    if shell_names:  # and any other $NAME a planted value brings is given, as a person would
+        for c in cmds:
+            for text in [*c["argv"], *c["env"].values()]:
+                for m in PLACEHOLDER_RE.finditer(text):
+                    values.setdefault(m.group(0).lstrip("${").rstrip("}"), "given-" + m.group(0).strip("${}"))
+        values.update(HOME=str(tmp), PATH=f"{fake_bin}:/usr/bin:/bin")
+        for host in [k for k in values if re.fullmatch(r"HEAD_IP|NODE_\d+_IP", k)]:
+            del values[host]  # the job's own hosts come from SLURM
     for pool in ("prefill", "decode"):
         for k, h in enumerate(hosts_of.get(pool, ())):
             values[f"{pool.upper()}_NODE_{k + 1}"] = h
@@ -420,12 +431,12 @@ def test_a_recipes_router_port_never_reaches_the_router_jobs_echo_as_shell(tmp_p
     assert "$(" not in line and "PWNED" not in line and ":<port>" in line
 
 
-def test_without_jobs_the_panel_asks_for_every_value_and_names_no_job():
-    """Adversarial finding: SLURM with several instances writes no sbatch jobs
-    (it says why), yet the panel still left out the hosts "the jobs set
-    themselves" and its notes named a router.sbatch that was not written. The
-    commands then run by hand, as in the pip form: every name asked for, with
-    the pip form's meanings, and each command keeps its script."""
+def test_instance_jobs_set_the_instance_hosts_and_the_panel_asks_only_the_rest():
+    """A KV store's instances are SLURM jobs of their own (issue 20): the
+    panel no longer asks for the instance hosts the jobs set themselves
+    (INSTANCE_<k>_IP …), names router.sbatch where it says where the router
+    listens, and asks for every other value the pip form asks for. (Before,
+    the form wrote no jobs for instances and the panel had to ask for all.)"""
     from tests.test_deployments import CORPUS_ROOT
 
     if not CORPUS_ROOT.exists():
@@ -437,12 +448,15 @@ def test_without_jobs_the_panel_asks_for_every_value_and_names_no_job():
     q = "hardware=b300&kv_offload=kv_store_centralized_mooncake&instances=2"
     slurm = compose(ctx, q + "&install=slurm", every_form=False)
     pip = compose(ctx, q + "&install=pip", every_form=False)
-    assert slurm["selection"]["instances"] == 2 and slurm["output"]["reason"]
-    assert not [a for a in slurm["output"]["artifacts"] if a["file_name"].endswith(".sbatch")]
-    assert [(p["name"], p["meaning"]) for p in slurm["placeholders"]] == [(p["name"], p["meaning"]) for p in pip["placeholders"]]
-    assert {"INSTANCE_1_IP", "INSTANCE_2_IP"} <= {p["name"] for p in slurm["placeholders"]}
-    assert not any("sbatch" in p["meaning"] for p in slurm["placeholders"])
-    assert len([a for a in slurm["output"]["artifacts"] if a["command"] is not None]) == len(slurm["commands"])
+    assert slurm["selection"]["instances"] == 2 and not slurm["output"]["reason"]
+    assert [a["file_name"] for a in slurm["output"]["artifacts"] if a["file_name"].endswith(".sbatch")] == [
+        "instance-1.sbatch", "instance-2.sbatch", "router.sbatch"]
+    asked = {p["name"] for p in slurm["placeholders"]}
+    assert {"INSTANCE_1_IP", "INSTANCE_2_IP"} <= {p["name"] for p in pip["placeholders"]}
+    assert not asked & {"INSTANCE_1_IP", "INSTANCE_2_IP"}
+    assert asked == {p["name"] for p in pip["placeholders"]} - {"INSTANCE_1_IP", "INSTANCE_2_IP"}
+    (router_host,) = [p for p in slurm["placeholders"] if p["name"] == "ROUTER_HOST"]
+    assert "router.sbatch" in router_host["meaning"]
 
 
 @pytest.mark.parametrize("var", ["CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"])

@@ -115,6 +115,34 @@ def rendering(ctx: RecipeContext, plan: dict) -> dict:
     return out
 
 
+def kv_store_rendering(ctx: RecipeContext, plan: dict, kv_id: str) -> dict:
+    """The rendered object of an ``ok`` plan that runs on KV store ``kv_id``
+    (a ``kv_store/<id>.yaml`` deployment; semantics §13, "kv_store"): the
+    common fields with ``strategy`` = the store's id and ``deploy_type``
+    ``kv_store_lb``, ``serving_strategy`` (the strategy each instance runs),
+    ``kv_min_vllm_version``, ``instances``, ``vllm_commands`` / ``vllm_argvs``
+    / ``vllm_envs`` (every instance's nodes, in order), ``master`` and
+    ``store`` (``{command, install}`` of the Mooncake processes, when the
+    store has them), ``mooncake_config`` (the script that writes the file
+    every node reads) with ``mooncake_config_note``, and the router's fields
+    when there are several instances."""
+    out = rendering(ctx, plan)
+    sel, cmds = plan["selection"], plan["commands"]
+    serve = [c for c in cmds if c["role"] != "router"]
+    by_role = {c.get("role"): c for c in plan["companions"]}
+    out.update(strategy=kv_id, deploy_type="kv_store_lb", serving_strategy=sel["strategy"],
+               kv_min_vllm_version=ctx.strategy(kv_id).min_vllm_version, instances=sel.get("instances") or 1,
+               vllm_commands=[c["command"] for c in serve], vllm_argvs=[list(c["argv"]) for c in serve],
+               vllm_envs=[dict(c["env"]) for c in serve])
+    for key, role in (("master", "mooncake-master"), ("store", "mooncake-store")):
+        if role in by_role:
+            out[key] = {"command": by_role[role]["command"], "install": by_role[role]["install"]}
+    if "mooncake-config" in by_role:
+        out.update(mooncake_config=by_role["mooncake-config"]["command"],
+                   mooncake_config_note=by_role["mooncake-config"]["description"])
+    return out
+
+
 def _extras(ctx: RecipeContext, plan: dict, dump_strategy, dump_hw) -> dict:
     sel = plan["selection"]
     return {"strategy_spec": dump_strategy(sel["strategy"]), "hardware_profile": dump_hw(sel["hardware"])}
@@ -122,7 +150,8 @@ def _extras(ctx: RecipeContext, plan: dict, dump_strategy, dump_hw) -> dict:
 
 def recipe_files(ctx: RecipeContext, recipe_data: dict, compose: Compose, strategy_options: Callable[[RecipeContext, dict], list],
                  dump_strategy: Callable[[str], dict], dump_hw: Callable[[str], dict],
-                 variant_key: str | None = None) -> Iterator[tuple[str, dict]]:
+                 variant_key: str | None = None,
+                 kv_options: Callable[[RecipeContext, dict], list] | None = None) -> Iterator[tuple[str, dict]]:
     """``(path without the leading /, JSON data)`` of every file of one recipe.
 
     ``recipe_data`` is the validated recipe as JSON data; ``compose(ctx,
@@ -137,7 +166,13 @@ def recipe_files(ctx: RecipeContext, recipe_data: dict, compose: Compose, strate
     the document naming its ``parent`` recipe and ``variant``. Its renderings
     carry no strategy alternatives (clients follow ``by_hardware``; the
     parent's subtree has them), which keeps a corpus of ~140 promoted
-    variants cheap to build."""
+    variants cheap to build.
+
+    ``kv_options(ctx, query)``: the page's KV offload options; each enabled
+    one that is a KV store (``deploy_type: kv_store_lb``) is an alternative
+    too, as on the public site (semantics §13: candidates are the strategies
+    and the kv_store ids), rendered by ``kv_store_rendering`` at
+    ``/<id>/hw/<hw>/strategies/<kv id>.json``."""
     rid = ctx.recipe_id if variant_key is None else ctx.model_id(variant_key)
     base = {} if variant_key is None else {"variant": variant_key}
     default = compose(ctx, base)
@@ -171,6 +206,22 @@ def recipe_files(ctx: RecipeContext, recipe_data: dict, compose: Compose, strate
             if hw == default_hw:
                 legacy[sid] = f"/{rid}/strategies/{sid}.json"
                 yield legacy[sid][1:], body
+        for opt in kv_options(ctx, {"hardware": hw}) if kv_options is not None and variant_key is None else ():
+            kid = opt["id"]
+            store = ctx.catalog.strategies.get(kid)
+            if opt["disabled"] or store is None or store.deploy_type != "kv_store_lb":
+                continue
+            alt = compose(ctx, {"hardware": hw, "kv_offload": kid})
+            if alt["status"] != "ok" or alt["selection"].get("kv_offload") != kid or alt["selection"]["hardware"] != hw:
+                continue
+            body = {**kv_store_rendering(ctx, alt, kid), **_extras(ctx, alt, dump_strategy, dump_hw),
+                    "strategy_spec": dump_strategy(kid)}
+            path = f"{rid}/hw/{hw}/strategies/{kid}.json"
+            alternatives[kid] = "/" + path
+            yield path, body
+            if hw == default_hw:
+                legacy[kid] = f"/{rid}/strategies/{kid}.json"
+                yield legacy[kid][1:], body
         doc = {**rendering(ctx, plan), **_extras(ctx, plan, dump_strategy, dump_hw), "alternatives": alternatives}
         by_hw[hw] = f"/{rid}/hw/{hw}.json"
         yield by_hw[hw][1:], doc
