@@ -15,7 +15,7 @@ from composer.api import compose, compose_page, make_context
 from composer.buildtime.checks import weight_findings
 from composer.buildtime.loader import load_catalog, load_recipe
 from composer.buildtime.validate import validate_recipe
-from composer.memory import (CUDAGRAPH_GIB, GIB, GPU_MEMORY, NON_TORCH_GIB, SAMPLER_BYTES_PER_LOGIT, Flags,
+from composer.memory import (CUDAGRAPH_GIB, ENCODER_GIB, GIB, GPU_MEMORY, NON_TORCH_GIB, SAMPLER_BYTES_PER_LOGIT, Flags,
                              activation_gib, batch_defaults, capacity, kv_geometry, torch_memory)
 from composer.model_facts import facts_for
 from composer.parallel import Layout
@@ -223,6 +223,41 @@ def test_dp_ep_replicates_attention_and_embeddings_on_every_dp_rank(ctx_of):
     tep = capacity(ctx, Layout("tep", 2, 8, tp=16, replica_nodes=2), "h200", "fp8", 0.9)
     assert tep.weights_gib == pytest.approx(raw_gib / 16)
 
+
+
+def test_dp_ep_replicated_weights_follow_how_vllm_builds_each_layer_kind():
+    """Audit finding (issue 19): for MLA and KDA models only the embeddings
+    were counted as replicated. DeepSeek-R1's MLA layer, by hand from
+    models/deepseek_v2.py:1051-1113 (fused q_a/kv_a, q_b, kv_b, o); Kimi K3's
+    24 MLA and 69 Kimi Delta Attention layers (kda.py: q, k, v, o)."""
+    from composer.memory import replicated_params
+
+    h, heads, q_lora, kv_lora, rope, nope, v = 7168, 128, 1536, 512, 64, 128, 128
+    mla = h * q_lora + q_lora * heads * (nope + rope) + h * (kv_lora + rope) + kv_lora * heads * (nope + v) + heads * v * h
+    params, parts = replicated_params(facts_for("deepseek-ai/DeepSeek-R1"))
+    assert params == 2 * 129280 * h + 61 * mla and parts == ("embeddings", "MLA projections of 61 layers")
+    k3, parts = replicated_params(facts_for("moonshotai/Kimi-K3"))
+    mla96 = h * q_lora + q_lora * 96 * (nope + rope) + h * (kv_lora + rope) + kv_lora * 96 * (nope + v) + 96 * v * h
+    assert k3 == 2 * 163840 * h + 24 * mla96 + 69 * 4 * h * 96 * 128
+    assert parts[1:] == ("MLA projections of 24 layers", "Kimi Delta Attention projections of 69 layers")
+    # An MLA model type without its ranks: attention is unknown, not guessed as GQA.
+    k2, parts = replicated_params(facts_for("moonshotai/Kimi-K2-Instruct"))
+    assert parts == ("embeddings",) and k2 == 2 * 163840 * h
+
+
+def test_the_encoder_profile_run_is_a_term_for_multimodal_models_unless_language_model_only(ctx_of):
+    """gpu_model_runner.py:6073-6130: a multimodal model's encoder is profiled
+    (an estimate: ENCODER_GIB); --language-model-only skips it."""
+    ctx = ctx_of("moonshotai/Kimi-K3")
+    lay = Layout("tp", 2, 8, tp=16)
+    mm = capacity(ctx, lay, "h200", "default", 0.95)
+    text = capacity(ctx, lay, "h200", "default", 0.95, flags=Flags(util=0.95, language_model_only=True))
+    terms = lambda c: {t.name: t.gib for t in c.terms}  # noqa: E731
+    assert terms(mm)["GiB encoder profiling"] == ENCODER_GIB and "GiB encoder profiling" not in terms(text)
+    assert text.kv_gib == pytest.approx(mm.kv_gib + ENCODER_GIB)
+    assert any("encoder" in a for a in mm.assumptions) and not any("encoder" in a for a in text.assumptions)
+    llama = capacity(ctx_of(LLAMA), Layout("tp", 1, 8, tp=4), "h200", "fp8", 0.9)
+    assert "GiB encoder profiling" not in terms(llama)
 
 
 def test_experts_ep_does_not_divide_count_on_the_fullest_rank(ctx_of):
