@@ -369,3 +369,43 @@ def test_hostile_values_never_add_an_option_mount_container_volume_or_env_name(b
             assert len(shape["k8s"]) == len(base["k8s"])
             for c in _containers(plan):
                 assert not [e for e in c.get("env", []) if e["name"] in PLATFORM_NAMES and e.get("value") == ""]
+
+
+@pytest.fixture(scope="module")
+def slurm_bin(tmp_path_factory):
+    from tests.test_slurm_form import RECORDER, SCONTROL, SRUN
+
+    d = tmp_path_factory.mktemp("slurm-bin")
+    for name, text in (("srun", SRUN), ("scontrol", SCONTROL), ("vllm", RECORDER), ("vllm-router", RECORDER)):
+        (d / name).write_text(text)
+        (d / name).chmod(0o755)
+    return d
+
+
+@settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=HOSTILE, where=st.sampled_from([f for f in FIELDS if "image" not in f]))
+def test_hostile_values_reach_config_files_and_sbatch_jobs_as_the_plans_argv(tmp_path, slurm_bin, text, where):
+    """Issue 23 (audit: the property covered shell, Docker and Kubernetes only):
+    with a hostile value planted in a recipe field, every YAML config file read
+    back by vLLM's own load_config_file, and every sbatch job run under the
+    stand-in srun, give each node exactly the plan's argv and env."""
+    from tests.test_config_form import check_plan as config_round_trip
+    from tests.test_slurm_form import check_plan as slurm_run
+
+    data = _raw_k3()
+    _plant(data, where, text)
+    try:
+        ctx = make_context(K3, data, load_catalog(ROOT / "recipes"))
+    except ValueError:
+        return  # refused by the schema, with its key path
+    for query in ("hardware=h200&install=config", MULTI + "&install=config", MULTI + "&install=slurm"):
+        try:
+            plan = compose(ctx, query, every_form=False)
+        except ValueError:
+            return  # e.g. a companion that is not shell words: refused
+        if plan["output"]["reason"] or not (plan["commands"] or plan["blocked_commands"]):
+            continue
+        if "install=config" in query:
+            config_round_trip(plan, tmp_path)
+        else:
+            slurm_run(plan, tmp_path, slurm_bin, {}, {("serve", True)}, shell_names=True)
