@@ -538,12 +538,24 @@ def write_public_recipe(tmp: Path, ctx, recipe: Recipe, recipe_ids=()) -> dict[s
             kv_options=lambda c, q: group_options(c, q, "kv_offload"))
 
     for rel, doc in files_of():
-        path = tmp / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, separators=(",", ":")))
+        _site_path(tmp, rel).write_text(json.dumps(doc, separators=(",", ":")))
     return {mid: {"variant": key, "label": ctx.variant_label(key),
                   "files": [(rel, json.dumps(doc, separators=(",", ":"))) for rel, doc in files_of(key)]}
             for key, mid in public_api.promoted_variants(ctx, recipe_ids).items()}
+
+
+def _site_path(tmp: Path, rel: str) -> Path:
+    """``tmp / rel`` for a file the build writes, refusing a ``rel`` that
+    would leave ``tmp`` (``..``, an absolute path, an empty part): ids from
+    recipe, strategy and taxonomy files end up in these names (adversarial
+    finding: a strategy ``name: ../../x`` wrote outside --out). Raises
+    BuildError."""
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\\" in rel or "\x00" in rel:
+        raise BuildError(f"refusing to write {rel[:120]!r}: not a path inside the site")
+    path = tmp / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def write_promoted(tmp: Path, entries: list[dict]) -> list[dict]:
@@ -566,9 +578,7 @@ def write_promoted(tmp: Path, entries: list[dict]) -> list[dict]:
         parent = json.loads(parent_path.read_text())
         for mid, p in promoted.items():
             for rel, text in p["files"]:
-                path = tmp / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
+                _site_path(tmp, rel).write_text(text)
             parent.setdefault("variants", {}).setdefault(p["variant"], {})["json"] = f"/{mid}.json"
             rows.append({**public_api.model_entry(e), "hf_id": mid, "title": f"{e['title']} · {p['label']}", "json": f"/{mid}.json",
                          "url": f"/{e['id']}/?variant={p['variant']}", "parent": e["id"], "variant": p["variant"]})
@@ -844,6 +854,17 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
     clashes = [RecipeError(f"models/{rid}.yaml", "", f"the recipe id {rid!r} {why}; the file is not built")
                for rid in paths if (why := site_name_clash(rid))]
     paths = {rid: p for rid, p in paths.items() if not site_name_clash(rid)}
+    # Ids that differ only in letter case share their folders on a host that folds case (adversarial finding):
+    # the first in sorted order is built, the others are errors naming it.
+    first: dict[str, str] = {}
+    for rid in sorted(paths):
+        if rid.lower() in first:
+            clashes.append(RecipeError(f"models/{rid}.yaml", "", f"the recipe id {rid!r} differs from "
+                                       f"{first[rid.lower()]!r} only in letter case, and a static host may fold case; "
+                                       "the file is not built"))
+        else:
+            first[rid.lower()] = rid
+    paths = {rid: p for rid, p in paths.items() if first[rid.lower()] == rid}
     if not paths and clashes:
         raise RecipeLoadError(clashes)
     if not paths:
@@ -913,8 +934,7 @@ def build(recipes_dir: Path, out: Path, keep_going: bool = False, jobs: int | No
         (tmp / "models.json").write_text(json.dumps([public_api.model_entry(e) for e in entries
                                                      if e["id"] in _JOB["public_ids"]] + promoted_rows, indent=1))
         for rel, doc in public_api.catalog_files(dump(catalog)):
-            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-            (tmp / rel).write_text(json.dumps(doc, separators=(",", ":")))
+            _site_path(tmp, rel).write_text(json.dumps(doc, separators=(",", ":")))
         index = env.get_template("index.html")
 
         missing = left_out(errors)
@@ -1133,7 +1153,7 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
 
 
 SITE_NAMES = frozenset({"assets", "data", "api", "schema", "runtime", "index.html", "404.html", "index.json",
-                        "catalog.json", "recipe.schema.json", *public_api.TOP_LEVEL})
+                        "catalog.json", "recipe.schema.json", "views", *public_api.TOP_LEVEL})
 """Names the build writes at the site's top or inside ``data/``, ``api/`` and
 ``schema/`` (``api/index.json``, ``data/catalog.json``), and the public-site
 API's top-level files and folders (``public_api.TOP_LEVEL``: ``models.json``,

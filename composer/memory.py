@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import TYPE_CHECKING, Mapping, Optional
 
-from composer.model_facts import model_facts, positive_int as _pos  # at import: the browser's memory snapshot holds only imported modules
+from composer.model_facts import MAX_LAYERS, model_facts, positive_int as _pos  # at import: the browser's memory snapshot holds only imported modules
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only (no import cycle at run time)
     from composer.context import RecipeContext
@@ -544,13 +544,13 @@ def replicated_params(facts: ModelFacts) -> tuple[float, tuple[str, ...]] | None
     and gates are not counted, nor any kind whose widths are unknown (an MLA
     model type without its ranks, ``ModelFacts.use_mla`` None)."""
     h, v, n = facts.get("hidden_size"), facts.get("vocab_size"), facts.get("num_hidden_layers")
-    if not (_pos(h) and _pos(v) and _pos(n)):
-        return None
+    if not (_pos(h) and _pos(v) and _pos(n)) or n > MAX_LAYERS:
+        return None  # past any model's layer count the layout is unknown (a hostile 2^31 built a 16 GiB tuple)
     total = float(v * h * (1 if facts.get("tie_word_embeddings") else 2))
     parts = ["embeddings"]
-    seq = facts.layer_sequence() or ("full",) * n
-    attn_layers = sum(1 for k in seq if k != "linear")
-    linear_layers = len(seq) - attn_layers
+    kinds = facts.layer_kinds()
+    linear_layers = kinds["linear"] if kinds else 0
+    attn_layers = n - linear_layers
     heads = facts.num_attention_heads
     if facts.use_mla:
         q_lora, kv_lora = facts.get("q_lora_rank"), facts.get("kv_lora_rank")
@@ -610,7 +610,11 @@ def weights_per_gpu(ctx: RecipeContext, lay: Layout, raw_gb: float, facts: Model
                                     f"over the {ep} DP × EP ranks (a lower bound: attention and embeddings are "
                                     "replicated on every DP rank)" + uneven)
     params, parts = rep
-    share = min(1.0, params / (params_b * 1e9))
+    if params > params_b * 1e9:  # the geometry and the parameter count disagree: neither can be trusted here
+        return raw_gib * per_rank, (f"the model's geometry gives {params / 1e9:.1f}B replicated parameters, more than "
+                                    f"its {params_b:g}B in all: the weights are taken as split over the {ep} DP × EP "
+                                    "ranks (a lower bound)" + uneven)
+    share = params / (params_b * 1e9)
     per = raw_gib * share / shard + raw_gib * (1 - share) * per_rank
     return per, (f"{_and(parts)} (~{params / 1e9:.1f}B of {params_b:g}B parameters, from the model's geometry) "
                  f"are replicated on every DP rank, the rest split over {ep} EP ranks; a lower bound (dense MLP "
@@ -1040,7 +1044,13 @@ def with_levers(cap: Capacity, extra: tuple[tuple[str, Capacity | None], ...] = 
 
 def _params_b(ctx: RecipeContext, variant_id: str) -> float | None:
     """Parameters in billions: the variant's ``parameter_count_b``, else the
-    model's ``parameter_count`` ("235B", "2.8T", 70.6)."""
+    model's ``parameter_count`` ("235B", "2.8T", 70.6); None unless a finite
+    positive number (adversarial finding: "-0.001B" gave negative weights)."""
+    got = _params_b_raw(ctx, variant_id)
+    return got if got is not None and math.isfinite(got) and got > 0 else None
+
+
+def _params_b_raw(ctx: RecipeContext, variant_id: str) -> float | None:
     v = ctx.variant(variant_id).parameter_count_b
     if v:
         return float(v)

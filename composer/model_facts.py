@@ -101,7 +101,57 @@ def config_errors(config: Mapping[str, Any]) -> list[str]:
                        + (f" (did you mean {near[0]!r}?)" if near else f" (known: {', '.join(sorted(HF_KEYS))})"))
         elif key in INT_KEYS and not (positive_int(value) and value <= MAX_INT):
             out.append(f"{key}: {str(value)[:40]!r} is not a whole number from 1 to {MAX_INT:,}")
+        elif key in _SHAPES and (why := _SHAPES[key](value)):
+            out.append(f"{key}: {why}")
     return out
+
+
+def _small(v: Any) -> bool:
+    return positive_int(v) and v <= MAX_INT
+
+
+def _rope_problem(v: Any) -> Optional[str]:
+    if v is None:
+        return None
+    if not isinstance(v, Mapping):
+        return "must be a mapping (its config.json object) or null"
+    kind = v.get("rope_type", v.get("type", "default"))
+    if not isinstance(kind, str):
+        return "its rope_type / type must be text"
+    factor = v.get("factor", 1.0)
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not (0 < factor <= 1e6):
+        return f"its factor {str(factor)[:40]!r} must be a number above 0 (at most 1,000,000)"
+    orig = v.get("original_max_position_embeddings")
+    if orig is not None and not _small(orig):
+        return "its original_max_position_embeddings must be a whole number from 1"
+    return None
+
+
+def _linear_attn_problem(v: Any) -> Optional[str]:
+    if not isinstance(v, Mapping):
+        return "must be a mapping (kda_layers, full_attn_layers, num_heads, head_dim, short_conv_kernel_size)"
+    for k in ("kda_layers", "full_attn_layers"):
+        if k in v and not (isinstance(v[k], list) and len(v[k]) <= MAX_LAYERS and all(_small(i) for i in v[k])):
+            return f"its {k} must be a list of layer numbers from 1"
+    for k in ("num_heads", "head_dim", "short_conv_kernel_size"):
+        if k in v and not _small(v[k]):
+            return f"its {k} must be a whole number from 1 to {MAX_INT:,}"
+    return None
+
+
+_SHAPES: Mapping[str, Any] = MappingProxyType({
+    "architectures": lambda v: None if isinstance(v, list) and all(isinstance(a, str) for a in v) else "must be a list of class names",
+    "model_type": lambda v: None if isinstance(v, str) else "must be text",
+    "tie_word_embeddings": lambda v: None if isinstance(v, bool) else "must be true or false",
+    "layer_types": lambda v: None if isinstance(v, list) and len(v) <= MAX_LAYERS and all(isinstance(t, str) for t in v)
+    else f"must be a list of layer kinds (text), at most {MAX_LAYERS:,}",
+    "rope_scaling": _rope_problem,
+    "linear_attn_config": _linear_attn_problem,
+})
+"""Checks of the ``HF_KEYS`` that are not whole numbers: each gives why the
+value cannot be read (adversarial finding: a ``rope_scaling`` of "linear", a
+``model_type`` list or a KDA ``num_heads`` of 10^400 ended in a traceback), or
+None."""
 
 
 ENTRY_KEYS = frozenset({"source", "aliases", "config", "note"})
@@ -109,7 +159,7 @@ ENTRY_KEYS = frozenset({"source", "aliases", "config", "note"})
 ``aliases`` (other HF ids with the same architecture), ``config`` (HF keys),
 ``note`` (why a value is left out, when one is)."""
 
-_RECIPE_FIELDS = (
+RECIPE_FIELDS = (
     ("num_attention_heads", "num_attention_heads"),
     ("num_hidden_layers", "num_hidden_layers"),
     ("num_key_value_heads", "num_key_value_heads"),
@@ -122,6 +172,13 @@ _RECIPE_FIELDS = (
 for ``routed_experts``)."""
 
 EXPERT_KEYS = ("n_routed_experts", "num_experts", "num_local_experts")
+
+_ONE_FACT = (frozenset({"layer_types", "linear_attn_config", "full_attention_interval"}), frozenset(EXPERT_KEYS))
+"""Keys that state one fact in several ways (the layer layout; the routed
+experts under each family's name): a recipe's ``hf_config`` giving one of a
+group replaces our data's others, which would otherwise win by precedence
+(adversarial finding: a recipe's ``layer_types`` left the data's
+``linear_attn_config`` in force)."""
 
 MLA_MODEL_TYPES = frozenset({
     "axk1", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_v4", "deepseek_v41", "dots3_note", "deepseek_mtp",
@@ -361,10 +418,16 @@ def facts_for(model_id: str, recipe_model=None) -> ModelFacts:
             values[k] = v
             origin[k] = f"data:{eid}"
     if recipe_model is not None:
-        for key, v in (getattr(recipe_model, "hf_config", None) or {}).items():
+        given = dict(getattr(recipe_model, "hf_config", None) or {})
+        for group in _ONE_FACT:  # the recipe's layout (or experts) replaces our data's whole, never a mix
+            if given.keys() & group:
+                for key in group - given.keys():
+                    if origin.get(key, "").startswith("data:"):
+                        del values[key], origin[key]
+        for key, v in given.items():
             values[key] = v
             origin[key] = "recipe"
-        for attr, key in _RECIPE_FIELDS:
+        for attr, key in RECIPE_FIELDS:
             v = getattr(recipe_model, attr, None)
             if v:
                 values[key] = v

@@ -259,8 +259,9 @@ class KvOffloadOption:
 class Taxonomy:
     """``taxonomy.yaml``: hardware profiles and KV offload options."""
 
-    hardware_profiles: Mapping[str, HardwareProfile]
-    kv_offload: Annotated[Mapping[str, KvOffloadOption], BeforeValidator(_none_to_empty)] = field(default_factory=dict)
+    hardware_profiles: Annotated[Mapping[str, HardwareProfile], BeforeValidator(_choice_keys)]
+    kv_offload: Annotated[Mapping[str, KvOffloadOption], BeforeValidator(_none_to_empty),
+                          BeforeValidator(_choice_keys)] = field(default_factory=dict)
 
 
 @_frozen

@@ -33,8 +33,8 @@ def test_every_entry_has_a_source_and_only_hf_keys(mid):
         assert len(config["layer_types"]) == config["num_hidden_layers"]
     if config.get("num_key_value_heads") and config.get("num_attention_heads"):
         assert config["num_attention_heads"] % config["num_key_value_heads"] == 0
-    if config.get("head_dim") and config.get("hidden_size") and config.get("model_type") == "llama":
-        assert config["head_dim"] * config["num_attention_heads"] == config["hidden_size"]
+    # head_dim × heads need not be hidden_size: a config that gives head_dim is read as given (vLLM's Llama
+    # attention takes config.head_dim when present; MiniCPM5-1B: 16 × 128 over a 1,536-wide residual stream).
 
 
 def test_aliases_are_unique_and_resolve():
@@ -168,3 +168,25 @@ def test_a_recipe_gives_any_fact_under_its_hf_config_name(tmp_path):
     assert "vocab_size: '0' is not a whole number" in line
     assert config_errors({"num_experts": 2**40}) and config_errors({"layer_types": []}) == []
     assert INT_KEYS <= set(HF_KEYS)
+
+
+def test_a_recipes_layout_replaces_our_datas_and_bad_shapes_are_errors():
+    """Adversarial findings: a recipe's ``layer_types`` left our data's
+    ``linear_attn_config`` in force (Kimi K3 kept 69 linear layers); values
+    of the wrong shape ended in tracebacks (rope_scaling "linear", a list as
+    model_type, a KDA num_heads of 10^400)."""
+    from types import SimpleNamespace
+
+    model = SimpleNamespace(model_id="moonshotai/Kimi-K3", hf_config={"layer_types": ["full_attention"] * 93,
+                                                                      "num_local_experts": 64})
+    f = facts_for("moonshotai/Kimi-K3", model)
+    assert f.layer_kinds() == {"full": 93, "sliding": 0, "linear": 0} and "linear_attn_config" not in f.values
+    assert f.routed_experts == 64 and "num_experts" not in f.values
+    bad = {"rope_scaling": "linear", "model_type": ["a"], "architectures": "X", "tie_word_embeddings": "yes",
+           "linear_attn_config": {"num_heads": 10**400}, "layer_types": [1, 2]}
+    errors = config_errors(bad)
+    assert len(errors) == len(bad) and all(e.split(":")[0] in bad for e in errors), errors
+    for rope in ({"type": "dynamic", "factor": -3}, {"type": "dynamic", "factor": float("inf")},
+                 {"type": "dynamic", "factor": "x"}, [1, 2]):
+        assert config_errors({"rope_scaling": rope}), rope
+    assert config_errors({"rope_scaling": None}) == [] and config_errors({"rope_scaling": {"rope_type": "yarn", "factor": 4}}) == []

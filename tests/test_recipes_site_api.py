@@ -227,6 +227,8 @@ def check_kv_store(body: dict, plan: dict, kid: str, ctx) -> None:
     roles = {c["role"]: c for c in plan["companions"]}
     assert body["master"] == {"command": roles["mooncake-master"]["command"], "install": roles["mooncake-master"]["install"]}
     assert body["mooncake_config"] == roles["mooncake-config"]["command"] and "MOONCAKE_CONFIG_PATH" in body["mooncake_config"]
+    note = (ctx.strategy(kid).mooncake_vllm_config or {}).get("note")  # the store's own note (adversarial finding)
+    assert body["mooncake_config_note"] == (note or roles["mooncake-config"]["description"])
     assert ("router_argv" in body) == (body["instances"] > 1)
     assert body["strategy_spec"]["id"] == kid
 

@@ -532,7 +532,7 @@ def test_kv_store_instances_are_one_job_each_and_the_router_reads_their_hosts(ri
             assert node is not None, c["label"]
             assert node[0] == [expand(a, own) for a in c["argv"]], c["label"]
             assert all(node[1].get(n) == expand(v, own) for n, v in c["env"].items()), c["label"]
-        for kept in (tmp_path / "kept").glob(f"*instance-{k}.hosts"):
+        for kept in (tmp_path / "kept").glob(f"*instance-{k}-*.hosts"):
             published[kept.name] = kept.read_text()
         assert not list(submit.glob("*.hosts"))  # removed when the job ends
         out, nodes = run_job(script, hosts, dict(USER_VALUES), tmp_path, fake_bin, num_nodes=per + 1)
@@ -547,3 +547,8 @@ def test_kv_store_instances_are_one_job_each_and_the_router_reads_their_hosts(ri
     urls = [a for a in nodes[0][0] if a.startswith("http://")]
     assert urls == [f"http://i{k}-host0:8000" for k in range(1, count + 1)], urls
     assert nodes[0][0][0] == "vllm-router" and "cache_aware" in nodes[0][0]
+    # Another plan's jobs in the same directory use other host files (adversarial finding: the files were named
+    # by the repository and the job only, so two recipes of one name, or two plans, read each other's hosts).
+    other = slurm_plan(ctx, query.replace("instances=", "advanced=gpu_mem_095&instances="))
+    other_names = {a["file_name"]: a["text"] for a in other["output"]["artifacts"]}
+    assert not set(re.findall(r"[\w.-]+\.hosts", other_names["router.sbatch"])) & set(published)

@@ -28,7 +28,7 @@ from composer.buildtime.loader import RecipeError, RecipeLoadError, _validation_
 from composer.positions import check
 from composer.buildtime.repair import repair
 from composer.schema import Catalog, Recipe, Strategy, Taxonomy
-from composer.buildtime.validate import catalog_position_problems, check_recipe_args, check_recipe_commands, check_recipe_positions, check_recipe_references, lint_recipe, unknown_keys, unknown_keys_found, validate_catalog, validate_recipe
+from composer.buildtime.validate import catalog_block_problems, catalog_position_problems, kv_option_problems, check_recipe_args, check_recipe_commands, check_recipe_positions, check_recipe_references, lint_recipe, unknown_keys, unknown_keys_found, validate_catalog, validate_recipe
 
 
 def load_catalog_checked(recipes_dir: Path, strict: bool = False) -> Catalog:
@@ -61,9 +61,16 @@ def check_catalog(recipes_dir: Path, strict: bool = False) -> tuple[Catalog, lis
         else:
             # Strategy and KV-store env reaches `export` lines and containers: names
             # must be shell identifiers and never a name the platform provides.
+            for kid, option in catalog.taxonomy.kv_offload.items():
+                errors += [RecipeError("taxonomy.yaml", key, message) for key, message in kv_option_problems(kid, option)]
             for sid, st in catalog.strategies.items():
-                errors += [RecipeError(files.get(sid, f"strategies/{sid}.yaml"), key, message)
-                           for key, message in catalog_position_problems(st)]
+                rel = files.get(sid, f"strategies/{sid}.yaml")
+                errors += [RecipeError(rel, key, message) for key, message in catalog_position_problems(st)]
+                for key, message, lvl in catalog_block_problems(st):
+                    if lvl == "error":
+                        errors.append(RecipeError(rel, key, message))
+                    else:
+                        warnings.append(RecipeError(rel, key, message, level))
                 blocks = [("env", st.env), ("vllm.env", (st.vllm or {}).get("env") or {})]
                 for key, env in blocks:
                     for name in env:

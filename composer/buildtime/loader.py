@@ -15,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from composer.parallel import kind_warning
-from composer.schema import Catalog, Recipe
+from composer.schema import CHOICE_ID, Catalog, Recipe
 from composer.buildtime.validate import validate_catalog, validate_recipe
 
 
@@ -233,20 +233,33 @@ and ``…tp.dict[str,constrained-int].h100``): not a key the author wrote."""
 
 def _union_cleaned(errors: list) -> list[dict]:
     """Pydantic's errors with union member tags taken out of their locations,
-    and, of one union's errors, only those about the form the author used:
-    a wrong-form error (``int_type``, ``dict_type`` …) is dropped where
-    another member gave a real one (``tp: {h100: 10**38}`` is "less than or
-    equal" at ``tp.h100``, not also "should be a valid integer" at ``tp``)."""
-    groups: dict[tuple, list[dict]] = {}
-    for err in errors:
-        loc = tuple(err["loc"])
-        tagged = next((i for i, p in enumerate(loc) if isinstance(p, str) and _UNION_TAG.match(p)), None)
-        clean = {**err, "loc": tuple(p for p in loc if not (isinstance(p, str) and _UNION_TAG.match(p)))}
-        groups.setdefault(loc[:tagged] if tagged is not None else loc + ("#",), []).append(clean)
+    and, of one union's errors, the member-level wrong-form ones
+    (``int_type`` at ``tp`` when ``tp`` is a mapping) dropped where another
+    member gave an error inside the value (``tp: {h100: 10**38}`` is "less
+    than or equal" at ``tp.h100``, not also "should be a valid integer" at
+    ``tp``). A part is a tag only where the errors of one location differ in
+    it (each union member names itself there): a variant or hardware key that
+    happens to be called ``int`` is the author's and stays (adversarial
+    finding)."""
+    locs = [tuple(err["loc"]) for err in errors]
+    tags: set[tuple[tuple, int]] = set()
+    for loc in locs:
+        for i, part in enumerate(loc):
+            if isinstance(part, str) and _UNION_TAG.match(part):
+                seen = {other[i] for other in locs if len(other) > i and other[:i] == loc[:i]
+                        and isinstance(other[i], str) and _UNION_TAG.match(other[i])}
+                if len(seen) > 1:
+                    tags.add((loc[:i], i))
+    groups: dict[tuple, list[tuple[dict, bool]]] = {}
+    for err, loc in zip(errors, locs):
+        at = next((i for i in range(len(loc)) if (loc[:i], i) in tags), None)
+        clean = {**err, "loc": tuple(p for i, p in enumerate(loc) if (loc[:i], i) not in tags)}
+        member_level = at is not None and len(loc) == at + 1 and err["type"].endswith("_type")
+        groups.setdefault(loc[:at] if at is not None else loc + ("#",), []).append((clean, member_level))
     out = []
     for group in groups.values():
-        real = [e for e in group if not e["type"].endswith("_type")]
-        out += real or group[:1]
+        inside = [e for e, member_level in group if not member_level]
+        out += inside or [group[0][0]]
     return out
 
 
@@ -256,6 +269,7 @@ def _validation_errors(exc: ValidationError, file: str) -> list[RecipeError]:
         key = ".".join(str(p) for p in err["loc"])
         # Sequences are tuples in the types but lists in YAML: say what the author writes.
         msg = "Input should be a valid list" if err["type"] == "tuple_type" else err["msg"]
+        msg = msg.removeprefix("Value error, ")  # our validators' own words need no pydantic prefix
         out.append(RecipeError(file, key, f"{msg} (got {_short_repr(err.get('input'))})"))
     return out
 
@@ -298,8 +312,12 @@ def load_catalog_data(root: Path, files: dict[str, str] | None = None) -> tuple[
             data = _read_yaml(path, root, errors)
             if isinstance(data, dict):
                 sid = data.get("name") or path.stem
-                if not isinstance(sid, str) or sid in strategies:
-                    why = "is not text" if not isinstance(sid, str) else f"is also the id of {files.get(sid)}"
+                if not isinstance(sid, str) or sid in strategies or not CHOICE_ID.match(sid):
+                    # The id names files of the site (strategies/<id>.json) and goes into links:
+                    # "../x" wrote outside --out (adversarial finding).
+                    why = ("is not text" if not isinstance(sid, str) else f"is also the id of {files.get(sid)}"
+                           if sid in strategies else "must be letters, digits and _ . + - (at most 64, not starting "
+                           "with a punctuation mark): it names files of the site and goes into links")
                     errors.append(RecipeError(str(path.relative_to(root)), "name", f"the strategy id {_short_repr(sid)} {why}"))
                     continue
                 strategies[sid] = data

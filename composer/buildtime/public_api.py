@@ -138,8 +138,10 @@ def kv_store_rendering(ctx: RecipeContext, plan: dict, kv_id: str) -> dict:
         if role in by_role:
             out[key] = {"command": by_role[role]["command"], "install": by_role[role]["install"]}
     if "mooncake-config" in by_role:
+        cfg = ctx.strategy(kv_id).mooncake_vllm_config or {}
+        note = cfg.get("note") if isinstance(cfg, dict) and isinstance(cfg.get("note"), str) else None
         out.update(mooncake_config=by_role["mooncake-config"]["command"],
-                   mooncake_config_note=by_role["mooncake-config"]["description"])
+                   mooncake_config_note=note or by_role["mooncake-config"]["description"])
     return out
 
 

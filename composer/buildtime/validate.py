@@ -185,6 +185,99 @@ def router_position_problems(key: str, cfg) -> list[tuple[str, str]]:
     return out
 
 
+FREE_FORM_KEYS: dict[str, frozenset] = {
+    "router": frozenset({"policy", "port", "install"}),
+    "vllm": frozenset({"vllm_args", "env", "install", "port"}),
+    "mooncake_master": frozenset({"command", "description"}),
+    "mooncake_store_config": frozenset({"command", "description", "config", "note"}),
+    "mooncake_vllm_config": frozenset({"template", "note", "mode"}),
+}
+"""The keys the composer reads in a strategy or KV-store file's free-form
+blocks (typed ``Mapping[str, Any]`` in ``composer.schema.Strategy``): a key
+outside these is a typo that would drop what it meant silently (adversarial
+finding: ``vllm.vllm_argz`` ran every instance without the store's connector)."""
+
+
+def _shell_words_problem(text: Any) -> str | None:
+    """Why ``text`` (a command or install line of a catalogue file) cannot be
+    run as the composer writes it (``composer.shell.recipe_command``), or None."""
+    from composer.shell import recipe_command
+
+    if not isinstance(text, str):
+        return f"{str(text)[:40]!r} is not text (one command line)"
+    if not text.strip():
+        return "is empty"
+    try:
+        recipe_command(text)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def catalog_block_problems(strategy) -> list[tuple[str, str, str]]:
+    """``(key path, message, level)`` for a strategy or KV-store file's
+    free-form blocks: unknown keys (warnings, the closest known key named),
+    values of the wrong type (``router.policy`` text, ``vllm.vllm_args`` a
+    list), and command or install lines that are not shell words (errors:
+    composing them would fail later under another file's name)."""
+    import difflib
+
+    out: list[tuple[str, str, str]] = []
+    for block, known in FREE_FORM_KEYS.items():
+        data = getattr(strategy, block, None)
+        if data is None:
+            continue
+        if not isinstance(data, dict):
+            out.append((block, "must be a mapping", "error"))
+            continue
+        for key in data:
+            if key not in known:
+                near = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.6)
+                out.append((f"{block}.{key}", "unknown key, ignored" + (f" (did you mean {near[0]}?)" if near else ""),
+                            "warning"))
+    router = strategy.router if isinstance(strategy.router, dict) else {}
+    vllm = strategy.vllm if isinstance(strategy.vllm, dict) else {}
+    if "policy" in router and not isinstance(router["policy"], str):
+        out.append(("router.policy", f"{str(router['policy'])[:40]!r} must be one policy name (text)", "error"))
+    if "vllm_args" in vllm and not isinstance(vllm["vllm_args"], (list, tuple)):
+        out.append(("vllm.vllm_args", "must be a list of argv tokens", "error"))
+    lines = [("router.install", router.get("install")),
+             ("mooncake_master.command", (strategy.mooncake_master or {}).get("command")),
+             ("mooncake_store_config.command", (strategy.mooncake_store_config or {}).get("command"))]
+    inst = vllm.get("install")
+    lines += ([(f"vllm.install.{k}", v) for k, v in inst.items()] if isinstance(inst, dict) else [("vllm.install", inst)])
+    for key, text in lines:
+        problem = None if text is None else _shell_words_problem(text)
+        if problem:
+            out.append((key, problem, "error"))
+    return out
+
+
+def kv_option_problems(kid: str, option) -> list[tuple[str, str]]:
+    """``(key path, message)`` for a taxonomy ``kv_offload.<id>`` option: its
+    args checked for where they land, its env names as every env block's
+    (no platform name: ``PATH`` was exported before vllm serve, adversarial
+    finding), its install and companion command as shell words."""
+    from composer.positions import check
+
+    where = f"kv_offload.{kid}"
+    out = [(f"{where}.args", problem) for problem in arg_position_problems(option.args)]
+    if option.args:
+        try:
+            parse_tokens(list(option.args))
+        except ArgvError as exc:
+            out.append((f"{where}.args", str(exc)))
+    for name in option.env:
+        problem = check(str(name), "env-name")
+        if problem:
+            out.append((f"{where}.env.{name}", f"environment variable: {problem}"))
+    for key, text in (("install", option.install), ("companion.command", option.companion.command if option.companion else None)):
+        problem = None if not text else _shell_words_problem(text)
+        if problem:
+            out.append((f"{where}.{key}", problem))
+    return out
+
+
 def catalog_position_problems(strategy) -> list[tuple[str, str]]:
     """``(key path, message)`` for the values of a strategy or KV-store file
     (``composer.schema.Strategy``) that do not fit where they land, as
@@ -307,7 +400,24 @@ def lint_recipe(recipe: Recipe) -> list[tuple[str, str, str]]:
     feature whose parser comes without ``--enable-auto-tool-choice``. Levels:
     ``error`` where vLLM refuses to start, ``warning`` otherwise."""
     omni = recipe.omni is not None or "omni" in recipe.meta.tasks
-    return _arg_findings(recipe, omni) + _tool_choice_findings(recipe) + _quoted_text_findings(recipe) + _env_findings(recipe, omni)
+    return (_arg_findings(recipe, omni) + _tool_choice_findings(recipe) + _quoted_text_findings(recipe)
+            + _env_findings(recipe, omni) + _hf_config_findings(recipe))
+
+
+def _hf_config_findings(recipe: Recipe) -> list[tuple[str, str, str]]:
+    """A ``model.hf_config`` fact that a direct ``model`` field also gives,
+    with another value: the direct field wins (``composer.model_facts``), so
+    the other is ignored — said, not silent (a fresh user's finding)."""
+    from composer.model_facts import RECIPE_FIELDS
+
+    out = []
+    given = recipe.model.hf_config or {}
+    for attr, key in RECIPE_FIELDS:
+        direct = getattr(recipe.model, attr, None)
+        if direct and key in given and given[key] != direct:
+            out.append((f"model.hf_config.{key}", f"{given[key]!r} is ignored: model.{attr} gives {direct!r}, which "
+                                                  "wins; keep one of the two", "warning"))
+    return out
 
 
 def _arg_findings(recipe: Recipe, omni: bool) -> list[tuple[str, str, str]]:

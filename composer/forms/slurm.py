@@ -158,6 +158,18 @@ def job_name(inp: FormInput, job: str) -> str:
     return _NAME.sub("-", inp.ctx.recipe_id.split("/")[-1])[:63 - len(suffix)] + "-" + suffix
 
 
+def hosts_name(inp: FormInput, job: str) -> str:
+    """The name of ``job``'s hosts file (``HOSTS_FILE``): its job name and a
+    tag of the plan (the recipe id and every command's argv, 8 hex digits),
+    so two recipes that share a repository name, or two plans, submitted from
+    one directory never read or remove each other's host names (adversarial
+    finding). The same plan's jobs agree on it."""
+    import hashlib
+
+    text = "\0".join([inp.ctx.recipe_id, *("\x01".join(c.argv) for c in inp.commands)])
+    return f"{job_name(inp, job)}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
 def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], gpus: int, note: str,
            hosts_for_router: bool = False, reads_hosts: tuple[str, ...] = (), instance: Optional[int] = None) -> str:
     """One sbatch script running ``cmds`` (node rank order) on one node each.
@@ -181,6 +193,11 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
         lines.append("# The plan has errors; this job is NOT expected to work.")
     if inp.companions:
         lines.append("# Start first: " + comment(", ".join(c.label for c in inp.companions)) + " (see their tabs).")
+        if any(c.role == "mooncake-config" for c in inp.companions) and gpus:
+            # a fresh user's finding: "on every vLLM node" under /etc needs root, and SLURM picks the nodes
+            lines.append("# The Mooncake config: write it once where every node reads it (the shared file system, "
+                         "e.g. MOONCAKE_CONFIG_PATH=$PWD/mooncake_vllm_config.json when running its script in the "
+                         "submit directory) and submit with that MOONCAKE_CONFIG_PATH.")
     installed = ("vLLM from the Install steps: unless vllm is on PATH, each node activates the .venv they create in "
                  "the directory sbatch is run from (SLURM_SUBMIT_DIR, on the shared file system)." if gpus else
                  f"Runs {comment(cmds[0].install)} first unless {comment(cmds[0].argv[0])} is on PATH (the "
@@ -202,7 +219,7 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
     for ph, expr in derived.items():
         lines.append(f'export {ph}="{expr}"')
     if reads_hosts and needed:
-        lines += _read_hosts([job_name(inp, j) for j in reads_hosts], needed)
+        lines += _read_hosts([hosts_name(inp, j) for j in reads_hosts], needed)
     for ph in needed:
         # ': "${NAME:?…}"' is kept for the values the submitter gives: the page writes a value entered in its
         # placeholders panel in as that line's default (site_src/assets/app.js jobWithValues). A host name the
@@ -215,7 +232,7 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
             lines.append(f': "${{{ph}:?set {ph} before sbatch (see the configurator page)}}"')
         lines.append(f"export {ph}")
     if hosts_for_router:  # after every check: a job that stops here leaves no host names behind
-        lines += _write_hosts(name, _router_hosts(pool, nodes, instance))
+        lines += _write_hosts(hosts_name(inp, job), _router_hosts(pool, nodes, instance))
     routers = [c for c in cmds if c.role == "router"]
     if routers:  # where to send requests (a fresh user found no word of the host the router job landed on)
         port = flag_value(routers[0].argv, "--port") or "30000"
