@@ -91,8 +91,11 @@ def check_plan(plan: dict, tmp: Path) -> int:
         path = tmp / art["file_name"]
         path.write_text(art["text"])
         args = load(path)
-        line = c["text"].split("\n")[-1]
-        words = shlex.split(line)  # the one-line command: placeholders stay as written
+        # the one-line command after the env lines (a value may hold a newline inside its quotes)
+        line = c["text"][len(c["env_text"]):].lstrip("\n") if c["env_text"] and c["text"].startswith(c["env_text"]) \
+            else c["text"].split("\n")[-1]
+        # placeholders stay as written; "${A}a" is how a shell line writes the argv token "$Aa" ($A, then "a")
+        words = [re.sub(r"\$\{([A-Z][A-Z0-9_]*)\}", r"$\1", w) for w in shlex.split(line)]
         assert words[:4] == ["vllm", "serve", "--config", art["file_name"]], line
         if c["env"]:
             assert c["text"].startswith(c["env_text"]), "the env the command needs is in its tab"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from composer.api import compose, compose_page, make_context
 from composer.buildtime.loader import load_catalog, load_recipe
@@ -384,6 +384,8 @@ def slurm_bin(tmp_path_factory):
 
 @settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=HOSTILE, where=st.sampled_from([f for f in FIELDS if "image" not in f]))
+@example(text="$Aa", where="arg-value")  # a placeholder followed by letters: "${A}a" on the config's command line
+@example(text="$A\n", where="arg-value")  # a newline inside the command line's quotes
 def test_hostile_values_reach_config_files_and_sbatch_jobs_as_the_plans_argv(tmp_path, slurm_bin, text, where):
     """Issue 23 (audit: the property covered shell, Docker and Kubernetes only):
     with a hostile value planted in a recipe field, every YAML config file read

@@ -184,8 +184,32 @@ def test_download_all_of_config_files_writes_each_nodes_yaml_beside_its_script(q
     if len(jobs) < 2:
         assert slurm["output"]["bundle"] is None
         return
+    # and the companions' scripts (Mooncake master, config …), which start first (a fresh user found them missing)
+    helpers = [a for a in slurm["output"]["artifacts"] if a["companion"] is not None]
     with tempfile.TemporaryDirectory() as d:
         subprocess.run(["bash", "-c", slurm["output"]["bundle"]["text"]], cwd=d, check=True, capture_output=True)
-        assert sorted(p.name for p in Path(d).iterdir()) == sorted(a["file_name"] for a in jobs)
+        assert sorted(p.name for p in Path(d).iterdir()) == sorted(a["file_name"] for a in jobs + helpers)
         for a in jobs:
             assert (Path(d) / a["file_name"]).read_text() == a["text"] and not os.access(Path(d) / a["file_name"], os.X_OK)
+        for a in helpers:
+            assert (Path(d) / a["file_name"]).read_text().rstrip("\n") == a["text"].rstrip("\n")
+            assert os.access(Path(d) / a["file_name"], os.X_OK)
+
+
+def test_slurm_download_all_carries_the_companions_scripts():
+    """A fresh user's finding: with a Mooncake KV store, the SLURM form's
+    Download all wrote the three sbatch jobs and left out the Mooncake master
+    and config scripts, which start first."""
+    ctx = golden.context("ours", "meta-llama/Llama-3.3-70B-Instruct")
+    plan = compose(ctx, "hardware=h200&kv_offload=kv_store_distributed_mooncake&instances=2&install=slurm",
+                   every_form=False)
+    arts = plan["output"]["artifacts"]
+    jobs = [a["file_name"] for a in arts if a["command"] is None and a["companion"] is None]
+    helpers = [a["file_name"] for a in arts if a["companion"] is not None]
+    assert jobs == ["instance-1.sbatch", "instance-2.sbatch", "router.sbatch"] and len(helpers) >= 2
+    text = plan["output"]["bundle"]["text"]
+    assert all(name in text.split("\n")[2] for name in helpers)  # the header says they start first
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run(["bash", "-c", text], cwd=d, check=True, capture_output=True)
+        assert sorted(p.name for p in Path(d).iterdir()) == sorted(jobs + helpers)
+        assert all(os.access(Path(d) / h, os.X_OK) for h in helpers)

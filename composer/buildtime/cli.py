@@ -205,7 +205,9 @@ def check_main(argv: list[str]) -> int:
     for p in problems:
         print(p)
     errors = sum(1 for p in problems if p.level == "error")
-    print(f"{len(recipes)} recipe(s) checked: {errors} error(s), {len(problems) - errors} warning(s)")
+    # every recipe file counts, the refused ones too (a fresh user read "2 checked" for 3 files)
+    checked = len(set(recipes) | set(recipe_paths(args.recipes))) if args.recipes.is_dir() else len(recipes)
+    print(f"{checked} recipe(s) checked ({len(recipes)} valid): {errors} error(s), {len(problems) - errors} warning(s)")
     return 2 if errors else 0
 
 
@@ -302,8 +304,15 @@ def main(argv: list[str] | None = None) -> int:
             rid, variant = _checkpoint_recipe(args.recipes, paths, args.recipe_id)
             if rid is not None and variant and "variant=" not in (args.query or ""):
                 args.query = "&".join(x for x in (args.query, f"variant={variant}") if x)
-        if rid is None:
-            raise RecipeLoadError([RecipeError(f"models/{args.recipe_id}.yaml", "", "no such recipe")])
+        if rid is None:  # a fresh user typed "list": say which ids there are (the closest first)
+            import difflib
+
+            near = difflib.get_close_matches(args.recipe_id, list(paths), n=3, cutoff=0.5)
+            known = near or sorted(paths)[:12]
+            raise RecipeLoadError([RecipeError(
+                f"models/{args.recipe_id}.yaml", "",
+                f"no such recipe in {args.recipes}; {'did you mean' if near else 'its recipes are'} "
+                + ", ".join(known) + ("" if near or len(paths) <= 12 else f" … ({len(paths)} in all)"))])
         for raw in raw_queries:
             other = linked_recipe(raw, paths)
             if other is not None and other != rid:

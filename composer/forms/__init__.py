@@ -137,9 +137,14 @@ def output(form_id: str, inp: FormInput, detail: object) -> Output:
     whole = tuple(a for a in files if a.command is None and a.companion is None)
     pack = bundle(name, inp.summary, every, own) if len(every) > 1 and not whole else None
     if len(whole) > 1:  # else the form's own files, several of them (a P/D plan's three sbatch jobs: a fresh user's finding)
-        pack = bundle(f"{inp.ctx.recipe_id.split('/')[-1]}-{inp.sel.hardware}-{form.id}.sh", inp.summary, (), whole,
+        # The companions' scripts too, unless the form's files run them (a fresh user found the Mooncake master and
+        # config scripts missing from the SLURM form's Download all).
+        extra = () if form.runs_companions else helpers
+        pack = bundle(f"{inp.ctx.recipe_id.split('/')[-1]}-{inp.sel.hardware}-{form.id}.sh", inp.summary, extra, whole,
                       how=f"Writes this plan's {form.label} files into the current directory: "
-                          + comment(", ".join(a.file_name for a in whole)) + ". Each file's note says how to use it.")
+                          + comment(", ".join(a.file_name for a in whole)) + ". Each file's note says how to use it."
+                          + (" Also the scripts of what starts first, before them: "
+                             + comment(", ".join(a.file_name for a in extra)) + "." if extra else ""))
     return Output(form.id, form.label, files + scripts + helpers, reason, pack)
 
 
