@@ -504,8 +504,9 @@ def _strategy_fixes(ctx, sel) -> list:
 
 
 def _host_kv_gib(ctx, sel, cmd: Command, lay) -> float | None:
-    """Host memory a KV offload connector reserves per node, GiB
-    (``cpu_bytes_to_use_per_rank`` × the node's ranks), or None."""
+    """Host memory a KV offload reserves per node, GiB: a connector's
+    ``cpu_bytes_to_use_per_rank`` × the node's ranks, else the KV option's
+    server process on each node (``lmcache_server_gib``), or None."""
     import json
 
     raw = flag_value(cmd.argv, "--kv-transfer-config")
@@ -515,8 +516,35 @@ def _host_kv_gib(ctx, sel, cmd: Command, lay) -> float | None:
     except (ValueError, AttributeError):
         return None
     if not isinstance(per_rank, (int, float)) or isinstance(per_rank, bool):
-        return None
+        return lmcache_server_gib(ctx, sel)
     return round(per_rank / 1024 ** 3 * lay.used_per_node, 1)
+
+
+def lmcache_server_gib(ctx, sel) -> float | None:
+    """GiB of host memory the KV option's server holds on each node: the
+    LMCache server's ``--l1-size-gb`` (one server per node, its L1 in pinned
+    host DRAM), which LMCache counts in 2^30 bytes (lmcache 0.5.6
+    ``lmcache/v1/distributed/config.py:1086``: ``l1_size_gb * (1 << 30)``);
+    None when the option has no such server (issue 19: host memory for
+    LMCache offload was not counted)."""
+    import shlex
+
+    kv = ctx.catalog.taxonomy.kv_offload.get(sel.kv_offload) if sel.kv_offload else None
+    text = kv.companion.command if kv is not None and kv.companion else ""
+    try:
+        words = shlex.split(text, comments=True) if text else []
+    except ValueError:
+        return None
+    for i, w in enumerate(words):
+        value = words[i + 1] if w == "--l1-size-gb" and i + 1 < len(words) else (
+            w.split("=", 1)[1] if w.startswith("--l1-size-gb=") else None)
+        if value is not None:
+            try:
+                gib = float(value)
+            except ValueError:
+                return None
+            return round(gib, 1) if 0 < gib < 1e9 else None
+    return None
 
 
 def _tp_utilization_notice(ctx, sel, lay, util: float, notices: Notices) -> None:
@@ -712,7 +740,8 @@ def verification(ctx: RecipeContext, sel: Selection) -> dict:
 def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[Command], notices: Notices) -> None:
     """Host memory a KV offload connector reserves, read from its own
     ``--kv-transfer-config`` (``cpu_bytes_to_use_per_rank``, bytes per GPU rank;
-    ``cpu_bytes_to_use``, bytes in total), shown per node and for the cluster in GiB."""
+    ``cpu_bytes_to_use``, bytes in total) or from the option's server on each
+    node (``lmcache_server_gib``), shown per node and for the cluster in GiB."""
     import json
 
     if not sel.kv_offload or not commands:
@@ -745,6 +774,13 @@ def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[Command]
         total = extra["cpu_bytes_to_use"] / gib
         notices.add("info", "kv-host-memory",
                     f"{label} KV offload uses {total:g} GiB of host memory in total across workers. It moves KV cache, never weights.")
+    elif (server := lmcache_server_gib(ctx, sel)) is not None:
+        nodes = pd_nodes(sel) if sel.prefill else sel.nodes * max(1, sel.instances)
+        notices.add("info", "kv-host-memory",
+                    f"{label} KV offload: the server on each {hw.display_name} node holds up to {server:g} GiB of "
+                    f"host memory (its --l1-size-gb)" + (f", {server * nodes:g} GiB on the {nodes} nodes of the "
+                                                         "deployment" if nodes > 1 else "")
+                    + ". It moves KV cache, never weights.")
 
 
 LAUNCH_ELSEWHERE: dict[str, str] = {

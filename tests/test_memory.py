@@ -572,3 +572,24 @@ def test_a_total_over_ranks_or_replicas_is_the_shown_figure_times_their_count():
                 each, n, total = float(m.group(1)), int(m.group(2)), float(m.group(3))
                 assert f"{each * n:.2f}" == f"{total:.2f}", (q, c["message"])
     assert seen > 5
+
+
+def test_lmcache_offload_counts_its_servers_host_memory_per_node(ctx_of):
+    """Issue 19 (audit: host memory for LMCache offload was not counted): the
+    LMCache server on each node holds its --l1-size-gb of pinned host DRAM,
+    which LMCache counts in 2^30 bytes (lmcache 0.5.6
+    lmcache/v1/distributed/config.py:1086)."""
+    import shlex
+
+    ctx = ctx_of(LLAMA)
+    words = shlex.split(ctx.catalog.taxonomy.kv_offload["lmcache"].companion.command)
+    l1 = float(words[words.index("--l1-size-gb") + 1])
+    # LMCache is offered with single-node strategies (taxonomy kv_offload.lmcache.strategies); a KV store's
+    # instances would multiply the nodes (the notice's total is per node × nodes when there are several)
+    for query, nodes in (("hardware=h200&kv_offload=lmcache", 1), ("hardware=b200&kv_offload=lmcache", 1)):
+        plan = compose(ctx, query, every_form=False)
+        assert plan["selection"]["nodes"] == nodes, plan["selection"]
+        assert plan["capacity"][0]["host_kv_gib_per_node"] == l1
+        (n,) = [n for n in plan["notices"] if n["code"] == "kv-host-memory"]
+        assert f"up to {l1:g} GiB of host memory" in n["message"]
+        assert "nodes of the deployment" not in n["message"]
