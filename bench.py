@@ -29,10 +29,12 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import gzip
 import random
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -440,13 +442,15 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def soak(checkpoints: tuple[int, ...] = (1000, 10000), seed: int = 23) -> list[tuple[int, float, float, float]]:
+def soak(checkpoints: tuple[int, ...] = (1000, 10000), seed: int = 23) -> list[tuple[int, float, float, float, int]]:
     """Compose ``max(checkpoints)`` page plans in one process as random click
     walks (Kimi K3 and the public corpus; a walk restarts on another recipe
     every 25 clicks; a fifth of the clicks carry a never-seen value, e.g.
     ``nodes=<n>`` or an unknown hardware id, so every cache keeps meeting new
-    keys). Returns ``(plans, RSS MB, p99 ms, worst ms)`` at each checkpoint:
-    with every cache bounded (``composer.cache``), RSS after warm-up stays flat.
+    keys). Returns ``(plans, RSS MB, p99 ms, worst ms, Python's live allocated
+    blocks after a collection)`` at each checkpoint: with every cache bounded
+    (``composer.cache``), both stay flat after warm-up (RSS alone rarely
+    shrinks: the blocks show what is held).
     The process keeps at most as many recipe contexts alive as the browser's
     worker does (``MODULE_BOUNDS["api.context_from_json"]``, least recently used
     evicted): a context holds its caches, so 157 contexts kept forever would
@@ -487,16 +491,19 @@ def soak(checkpoints: tuple[int, ...] = (1000, 10000), seed: int = 23) -> list[t
         query = rng.choice(opts) if opts else ""
         if i in checkpoints:
             ordered = sorted(times)
-            out.append((i, rss_mb(), ordered[int(0.99 * (len(ordered) - 1))] * 1000, ordered[-1] * 1000))
+            gc.collect()
+            out.append((i, rss_mb(), ordered[int(0.99 * (len(ordered) - 1))] * 1000, ordered[-1] * 1000,
+                        sys.getallocatedblocks()))
     return out
 
 
-def pyodide_soak(checkpoints: tuple[int, ...], seed: int = 23) -> list[tuple[int, int, float, float]]:
+def pyodide_soak(checkpoints: tuple[int, ...], seed: int = 23) -> list[tuple[int, int, float, float, int]]:
     """The soak inside Pyodide: the build's memory snapshot restored in Node as
     the page's worker restores it (``tests/pyodide_soak.mjs``), page plans
     composed from the build's JSON documents (Kimi K3 and the corpus). Returns
-    ``(plans, WebAssembly heap bytes, p99 ms, worst ms)`` per checkpoint (the
-    heap only grows: it is the high-water mark); ``[]`` without Node."""
+    ``(plans, WebAssembly heap bytes, p99 ms, worst ms, Python's live allocated
+    blocks)`` per checkpoint (the heap only grows: it is the high-water mark;
+    the blocks say what is held now); ``[]`` without Node."""
     import json
     import subprocess
 
@@ -531,7 +538,7 @@ def pyodide_soak(checkpoints: tuple[int, ...], seed: int = 23) -> list[tuple[int
     if res.returncode != 0:
         print("soak, Pyodide heap: failed: " + "\n".join(ln for ln in res.stderr.splitlines() if len(ln) < 500)[-1500:])
         return []
-    return [(r["plans"], r["heap_bytes"], r["p99_ms"], r["worst_ms"]) for r in json.loads(res.stdout)]
+    return [(r["plans"], r["heap_bytes"], r["p99_ms"], r["worst_ms"], r["py_blocks"]) for r in json.loads(res.stdout)]
 
 
 def main() -> None:
@@ -557,12 +564,13 @@ def main() -> None:
         return
     if args.soak:
         print(f"soak start: RSS {rss_mb():.0f} MB (CPython)")
-        for n, rss, p99, worst in soak(tuple(args.soak)):
+        for n, rss, p99, worst, blocks in soak(tuple(args.soak)):
             print(f"soak, {n:,} page plans of random click walks (Kimi K3 + corpus, 1/5 never-seen values): "
-                  f"RSS {rss:.0f} MB, p99 {p99:.0f} ms, worst {worst:.0f} ms (CPython)")
-        for n, heap, p99, worst in pyodide_soak(tuple(args.soak)):
+                  f"RSS {rss:.0f} MB, {blocks:,} live Python blocks, p99 {p99:.0f} ms, worst {worst:.0f} ms (CPython)")
+        for n, heap, p99, worst, blocks in pyodide_soak(tuple(args.soak)):
             print(f"soak, {n:,} page plans in Pyodide (the build's snapshot restored in Node, same walks): "
-                  f"WebAssembly heap {heap / 2 ** 20:.0f} MB, p99 {p99:.0f} ms, worst {worst:.0f} ms")
+                  f"WebAssembly heap {heap / 2 ** 20:.0f} MB (high-water mark), {blocks:,} live Python blocks, "
+                  f"p99 {p99:.0f} ms, worst {worst:.0f} ms")
     if args.soak_only:
         return
     if CORPUS.exists():
