@@ -162,7 +162,9 @@ def test_flags_are_read_from_the_command():
 
 def test_mla_latent_is_held_whole_by_every_tp_rank():
     """DeepSeek V3 (as Kimi K2): 61 layers × (512 + 64) × 2 bytes = 70,272 bytes
-    per token on every rank; unknown without the latent width (Kimi K2's data)."""
+    per token on every rank; unknown without the latent width (Kimi K2's data).
+    vLLM 0.33.0 ``config/model.py:1673-1675``: with MLA every rank holds one
+    KV head (the latent), whatever the TP."""
     assert kv_geometry(facts_for("moonshotai/Kimi-K2-Instruct"), Layout("tp", 1, 8, tp=8), None, None) is None
     f = facts_for("deepseek-ai/DeepSeek-V3")
     for tp in (1, 8, 16):
@@ -173,6 +175,8 @@ def test_mla_latent_is_held_whole_by_every_tp_rank():
 
 
 def test_gqa_heads_split_over_tp_down_to_one_per_rank():
+    """vLLM 0.33.0 ``config/model.py:1683``: ``max(1, total_num_kv_heads //
+    tensor_parallel_size)`` KV heads per rank, replicated below one."""
     f = facts_for("meta-llama/Llama-3.3-70B-Instruct")
     per = {tp: kv_geometry(f, Layout("tp", 1, 8, tp=tp), None, None).token_bytes for tp in (1, 8, 16)}
     assert per == {1: 2 * 8 * 128 * 2, 8: 2 * 1 * 128 * 2, 16: 2 * 1 * 128 * 2}
