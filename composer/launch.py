@@ -241,6 +241,14 @@ RULES: tuple[Rule, ...] = (
          "105-106 and 192-193, flashinfer_mla_sparse_sm90.py:189-190, flashattn_mla_sparse.py:82-83, tokenspeed_mla.py:125-126",
          "Selected backend {backend} is not valid for this configuration. Reason: ['compute capability not supported']",
          static="the other reasons vLLM validates (head size, dtype, KV-cache dtype, block size) are not checked"),
+    Rule("attention-backend-config", "error", "command",
+         "vllm/platforms/cuda.py:430-446 (a selected backend is validated, never replaced); vllm/v1/attention/"
+         "backend.py:306-318 (validate_configuration: kv_cache_dtype, MLA / non-MLA); each backend's "
+         "supported_kv_cache_dtypes (ATTENTION_BACKEND_KINDS); the layer passes cache_dtype, 'auto' unset "
+         "(model_executor/layers/attention/attention.py:277-279)",
+         "Selected backend {backend} is not valid for this configuration. Reason: ['kv_cache_dtype not supported']",
+         static="a backend's own device-dependent limits beyond its list (FlashAttention's fp8 KV needs FA3), head "
+                "size, sinks and block size are not checked"),
     # ── Plan-level: a set of commands ──
     Rule("dp-group-same-config", "error", "plan", "vllm/v1/engine/utils.py:1565-1580; vllm/config/parallel.py:906-960",
          "Configuration mismatch detected for engine {rank}. All DP workers must have identical configurations for "
@@ -293,7 +301,7 @@ _FLAGS = {
     "kv-cache-holds-one-sequence": ("max-model-len", "kv-cache-dtype", "gpu-memory-utilization", _TP, "pipeline-parallel-size"),
     "chat-template-exists": ("chat-template",), "auto-tool-choice-needs-parser": ("enable-auto-tool-choice", "tool-call-parser"),
     "log-outputs-needs-log-requests": ("enable-log-outputs", "enable-log-requests"), "moe-backend-device": ("moe-backend",),
-    "attention-backend-device": ("attention-backend",),
+    "attention-backend-device": ("attention-backend",), "attention-backend-config": ("attention-backend", "kv-cache-dtype"),
     "dp-group-same-config": (_TP, "pipeline-parallel-size", _DP, "enable-expert-parallel"),
     "dp-ranks-complete": ("data-parallel-start-rank", "data-parallel-size-local", _DP),
     "dp-remote-headless": ("headless", "data-parallel-start-rank", "data-parallel-size-local", "data-parallel-hybrid-lb"),
@@ -1196,9 +1204,61 @@ def _check_attention_backend(s: Serve, f: ModelFacts, t: Target) -> Iterable[Vio
              "drop --attention-backend on this GPU (vLLM then picks a backend it supports) or name one it runs")
 
 
+ATTENTION_BACKEND_KINDS: Mapping[str, tuple[bool, tuple[str, ...]]] = {
+    "FLASH_ATTN": (False, ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")),
+    "TRITON_ATTN": (False, ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "int4_per_token_head",
+                            "int8_per_token_head", "fp8_per_token_head")),
+    "FLASHINFER": (False, ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4", "nvfp4_4over6")),
+    "FLEX_ATTENTION": (False, ("auto", "float16", "bfloat16")),
+    "FLASHINFER_MLA": (True, ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")),
+    "TOKENSPEED_MLA": (True, ("fp8", "fp8_e4m3")),
+    "TRITON_MLA": (True, ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")),
+    "CUTLASS_MLA": (True, ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")),
+    "FLASHMLA": (True, ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")),
+    "FLASH_ATTN_MLA": (True, ("auto", "float16", "bfloat16")),
+    "FLASHMLA_SPARSE": (True, ("auto", "bfloat16", "fp8_ds_mla", "fp8", "nvfp4_ds_mla")),
+    "FLASHINFER_MLA_SPARSE": (True, ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")),
+    "FLASHINFER_MLA_SPARSE_SM90": (True, ("auto", "bfloat16", "fp8", "fp8_e4m3")),
+    "FLASHINFER_MLA_SPARSE_SM120": (True, ("auto", "fp8", "fp8_e4m3", "fp8_ds_mla")),
+    "FLASH_ATTN_MLA_SPARSE": (True, ("auto", "float16", "bfloat16")),
+}
+"""CUDA attention backends of vLLM 0.33.0 by ``--attention-backend`` name:
+``(is_mla, supported_kv_cache_dtypes)`` — MLA for the classes under
+``v1/attention/backends/mla/`` (``MLACommonBackend.is_mla``), the dtype list
+as each class (or the base it inherits it from) declares it, read from the
+wheel (``v1/attention/backends/registry.py`` ``AttentionBackendEnum`` → class;
+``tests/test_launch.py`` re-reads them and compares). ``validate_configuration``
+(``v1/attention/backend.py:306-318``) refuses a kv_cache_dtype outside the list
+and a model whose MLA-ness differs from the backend's."""
+
+
+def _check_attention_config(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:
+    backend = (s.str("attention-backend") or "").upper()
+    kind = ATTENTION_BACKEND_KINDS.get(backend)
+    if kind is None or t.platform != "cuda":
+        return
+    is_mla, dtypes = kind
+    dtype = s.str("kv-cache-dtype") or "auto"
+    reasons = []
+    if dtype not in dtypes:
+        reasons.append("kv_cache_dtype not supported")
+    if f.use_mla is not None and f.use_mla != is_mla:
+        reasons.append("MLA not supported" if f.use_mla else "non-MLA not supported")
+    if reasons:
+        what = (f"--kv-cache-dtype {dtype} ({backend} takes {', '.join(dtypes)})" if "kv_cache_dtype not supported" in reasons
+                else "")
+        model = ("the model uses multi-head latent attention" if f.use_mla else "the model does not use multi-head "
+                 "latent attention") if len(reasons) > 1 or not what else ""
+        yield _v("attention-backend-config",
+                 f"Selected backend AttentionBackendEnum.{backend} is not valid for this configuration. Reason: "
+                 f"{reasons} ({'; '.join(x for x in (what, model) if x)}).",
+                 "drop --attention-backend (vLLM then picks a backend that fits) or give one that takes this model and "
+                 "KV-cache dtype" + (f" (e.g. --kv-cache-dtype {dtypes[0]})" if "auto" not in dtypes else ""))
+
+
 COMMAND_CHECKS = (_check_model_parallel, _check_max_model_len, _check_cache, _check_scheduler, _check_speculative,
                   _check_data_parallel, _check_devices, _check_kv_transfer, _check_kv_fit, _check_frontend,
-                  _check_attention_backend,
+                  _check_attention_backend, _check_attention_config,
                   _check_kernels)
 
 

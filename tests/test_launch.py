@@ -181,6 +181,11 @@ CASES = [
     ("attention-backend-device", serve("--attention-backend", "FLASHINFER_MLA"), serve("--attention-backend", "FLASHMLA"),
      "Selected backend AttentionBackendEnum.FLASHINFER_MLA is not valid for this configuration. Reason: "
      "['compute capability not supported']", MLA, H200, {}),
+    # TokenSpeed MLA takes only an fp8 KV cache (mla/tokenspeed_mla.py:103-106); unset, the layer passes 'auto'.
+    ("attention-backend-config", serve("--attention-backend", "TOKENSPEED_MLA"),
+     serve("--attention-backend", "TOKENSPEED_MLA", "--kv-cache-dtype", "fp8"),
+     "Selected backend AttentionBackendEnum.TOKENSPEED_MLA is not valid for this configuration. Reason: "
+     "['kv_cache_dtype not supported']", MLA, B200, {}),
 ]
 
 
@@ -390,3 +395,61 @@ def test_every_rule_names_the_options_it_reads():
         assert r.flags, r.id
         for f in r.flags:
             assert f in vllm_cli.OPTIONS or f in vllm_cli.ENV or f in ("PYTORCH_CUDA_ALLOC_CONF", "CUDA_VISIBLE_DEVICES"), (r.id, f)
+
+
+def test_a_selected_attention_backend_must_fit_the_models_attention():
+    """validate_configuration (v1/attention/backend.py:314-318): an MLA
+    backend for a GQA model is "non-MLA not supported", a non-MLA one for an
+    MLA model "MLA not supported"; FlashAttention MLA takes no fp8 cache."""
+    found = rules(serve("--attention-backend", "FLASHINFER_MLA"), {}, GQA, B200)
+    assert "non-MLA not supported" in found["attention-backend-config"]
+    found = rules(serve("--attention-backend", "FLASH_ATTN"), {}, MLA, H200)
+    assert "'MLA not supported'" in found["attention-backend-config"]
+    found = rules(serve("--attention-backend", "FLASH_ATTN_MLA", "--kv-cache-dtype", "fp8"), {}, MLA, H200)
+    assert "kv_cache_dtype not supported" in found["attention-backend-config"]
+    assert "attention-backend-config" not in rules(serve("--attention-backend", "flashinfer", "--kv-cache-dtype", "fp8"),
+                                                   {}, GQA, B200)
+    assert "attention-backend-config" not in rules(serve("--attention-backend", "FLASH_ATTN"), {}, UNKNOWN, H200)
+
+
+def test_the_attention_backend_table_is_what_the_vllm_wheel_declares():
+    """ATTENTION_BACKEND_KINDS, re-read from the pinned wheel: each name's class
+    in AttentionBackendEnum (v1/attention/backends/registry.py), MLA when it
+    lives under backends/mla/, its supported_kv_cache_dtypes as the class (or
+    a base class in its module) declares them."""
+    import ast
+    import zipfile
+
+    from composer.buildtime import vllm_cli_gen
+    from composer.launch import ATTENTION_BACKEND_KINDS
+
+    with zipfile.ZipFile(vllm_cli_gen.fetch("vllm", vllm_cli_gen.VLLM_VERSION)) as zf:
+        def module(path):
+            return ast.parse(zf.read(path.replace(".", "/") + ".py").decode())
+
+        enum = next(n for n in module("vllm.v1.attention.backends.registry").body
+                    if isinstance(n, ast.ClassDef) and n.name == "AttentionBackendEnum")
+        paths = {}
+        for st in enum.body:
+            if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name):
+                try:
+                    paths[st.targets[0].id] = ast.literal_eval(st.value)
+                except ValueError:
+                    pass
+
+        def dtypes(mod, name):
+            classes = {n.name: n for n in mod.body if isinstance(n, ast.ClassDef)}
+            cls = classes[name]
+            for st in cls.body:
+                target = st.target if isinstance(st, ast.AnnAssign) else st.targets[0] if isinstance(st, ast.Assign) else None
+                if isinstance(target, ast.Name) and target.id == "supported_kv_cache_dtypes":
+                    return tuple(ast.literal_eval(st.value))
+            for base in cls.bases:
+                if isinstance(base, ast.Name) and base.id in classes:
+                    return dtypes(mod, base.id)
+            return None
+
+        for name, (is_mla, listed) in ATTENTION_BACKEND_KINDS.items():
+            mod, _, cls = paths[name].rpartition(".")
+            assert (".mla." in mod) == is_mla, name
+            assert dtypes(module(mod), cls) == listed, name
