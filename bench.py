@@ -34,7 +34,6 @@ import gzip
 import random
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -447,10 +446,11 @@ def soak(checkpoints: tuple[int, ...] = (1000, 10000), seed: int = 23) -> list[t
     walks (Kimi K3 and the public corpus; a walk restarts on another recipe
     every 25 clicks; a fifth of the clicks carry a never-seen value, e.g.
     ``nodes=<n>`` or an unknown hardware id, so every cache keeps meeting new
-    keys). Returns ``(plans, RSS MB, p99 ms, worst ms, Python's live allocated
-    blocks after a collection)`` at each checkpoint: with every cache bounded
-    (``composer.cache``), both stay flat after warm-up (RSS alone rarely
-    shrinks: the blocks show what is held).
+    keys). Returns ``(plans, RSS MB, p99 ms, worst ms, Python objects the
+    collector tracks after a collection)`` at each checkpoint: with every cache
+    bounded (``composer.cache``), both stay flat after warm-up (RSS alone
+    rarely shrinks: the objects show what is held; Pyodide has no
+    ``sys.getallocatedblocks``, so both runtimes count objects).
     The process keeps at most as many recipe contexts alive as the browser's
     worker does (``MODULE_BOUNDS["api.context_from_json"]``, least recently used
     evicted): a context holds its caches, so 157 contexts kept forever would
@@ -493,7 +493,7 @@ def soak(checkpoints: tuple[int, ...] = (1000, 10000), seed: int = 23) -> list[t
             ordered = sorted(times)
             gc.collect()
             out.append((i, rss_mb(), ordered[int(0.99 * (len(ordered) - 1))] * 1000, ordered[-1] * 1000,
-                        sys.getallocatedblocks()))
+                        len(gc.get_objects())))
     return out
 
 
@@ -501,9 +501,9 @@ def pyodide_soak(checkpoints: tuple[int, ...], seed: int = 23) -> list[tuple[int
     """The soak inside Pyodide: the build's memory snapshot restored in Node as
     the page's worker restores it (``tests/pyodide_soak.mjs``), page plans
     composed from the build's JSON documents (Kimi K3 and the corpus). Returns
-    ``(plans, WebAssembly heap bytes, p99 ms, worst ms, Python's live allocated
-    blocks)`` per checkpoint (the heap only grows: it is the high-water mark;
-    the blocks say what is held now); ``[]`` without Node."""
+    ``(plans, WebAssembly heap bytes, p99 ms, worst ms, Python objects tracked
+    after a collection)`` per checkpoint (the heap only grows: it is the
+    high-water mark; the objects say what is held now); ``[]`` without Node."""
     import json
     import subprocess
 
@@ -566,10 +566,10 @@ def main() -> None:
         print(f"soak start: RSS {rss_mb():.0f} MB (CPython)")
         for n, rss, p99, worst, blocks in soak(tuple(args.soak)):
             print(f"soak, {n:,} page plans of random click walks (Kimi K3 + corpus, 1/5 never-seen values): "
-                  f"RSS {rss:.0f} MB, {blocks:,} live Python blocks, p99 {p99:.0f} ms, worst {worst:.0f} ms (CPython)")
+                  f"RSS {rss:.0f} MB, {blocks:,} live Python objects, p99 {p99:.0f} ms, worst {worst:.0f} ms (CPython)")
         for n, heap, p99, worst, blocks in pyodide_soak(tuple(args.soak)):
             print(f"soak, {n:,} page plans in Pyodide (the build's snapshot restored in Node, same walks): "
-                  f"WebAssembly heap {heap / 2 ** 20:.0f} MB (high-water mark), {blocks:,} live Python blocks, "
+                  f"WebAssembly heap {heap / 2 ** 20:.0f} MB (high-water mark), {blocks:,} live Python objects, "
                   f"p99 {p99:.0f} ms, worst {worst:.0f} ms")
     if args.soak_only:
         return

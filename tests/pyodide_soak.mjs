@@ -12,7 +12,7 @@ const input = JSON.parse(readFileSync(0, "utf8"));
 const pyodide = await restore({pyodide: input.pyodide, snapshot: input.snapshot, patch: input.patch});
 pyodide.globals.set("SOAK_INPUT", JSON.stringify({docs: input.docs, seed: input.seed}));
 pyodide.runPython(`
-import json, random, time
+import gc, json, random, time
 from composer.api import compose_page, context_from_json
 _in = json.loads(SOAK_INPUT)
 _rng = random.Random(_in["seed"])
@@ -35,9 +35,8 @@ def soak_step(n):
         opts = [o["query"] for items in page["options"].values() for o in items if not o.get("disabled")]
         s["query"] = _rng.choice(opts) if opts else ""
     t = sorted(s["times"])
-    import gc, sys
     gc.collect()
-    return json.dumps([s["i"], t[int(0.99 * (len(t) - 1))] * 1000, t[-1] * 1000, sys.getallocatedblocks()])
+    return json.dumps([s["i"], t[int(0.99 * (len(t) - 1))] * 1000, t[-1] * 1000, len(gc.get_objects())])
 `);
 const step = pyodide.globals.get("soak_step");
 const out = [];
