@@ -1033,7 +1033,7 @@ def _remove_stale_builds(parent: Path) -> None:
     else's with a name like ours, a link — is left alone."""
     for old in parent.glob(TEMP_PREFIX + "*"):
         if _ours(old):
-            shutil.rmtree(old, ignore_errors=True)
+            _remove_marked(old)
 
 
 def _umask() -> int:
@@ -1111,6 +1111,21 @@ def _step(name: str) -> None:
         _SWAP_HOOK(name)
 
 
+def _remove_marked(path: Path) -> None:
+    """Remove one of our folders with its marker (``SITE_MARKER``) last, so a
+    kill part-way leaves a folder still marked ours, which the next build's
+    ``_remove_stale_builds`` removes (adversarial finding: rmtree took the
+    marker early in 5 of 24 timed kills, and the rest stayed for good)."""
+    for child in list(path.iterdir()) if path.is_dir() and not path.is_symlink() else ():
+        if child.name == SITE_MARKER:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def _swap_into_place(tmp: Path, out: Path) -> None:
     """Publish the finished site ``tmp`` at ``out`` so that ``out`` is never
     missing: on Linux one ``renameat2(RENAME_EXCHANGE)`` swaps the two folders
@@ -1137,7 +1152,7 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
         _step("exchange")
         if _rename2(tmp, out, RENAME_EXCHANGE):
             _step("exchanged")
-            shutil.rmtree(tmp, ignore_errors=True)  # the old site, under our marked temporary name
+            _remove_marked(tmp)  # the old site, under our marked temporary name
             _step("removed")
             return
         aside = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=out.parent))
@@ -1146,7 +1161,7 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
         _step("fallback-aside")
         tmp.rename(out)
         _step("fallback-placed")
-        shutil.rmtree(aside, ignore_errors=True)
+        _remove_marked(aside)
         return
     if not _rename2(tmp, out, RENAME_NOREPLACE):
         tmp.rename(out)
@@ -1163,11 +1178,19 @@ must not be one (in any letter case: a static host may fold case)."""
 
 def site_name_clash(rid: str) -> str | None:
     """Why recipe id ``rid`` (``org/repo``) would collide with a file or
-    folder of the site (its org is one of ``SITE_NAMES`` or the marker), or None."""
+    folder of the site (its org is one of ``SITE_NAMES`` or the marker; its
+    repo ``index.html``, ``404.html``, ``views`` or ends in ``.json``, in any
+    letter case), or None."""
     org = rid.split("/")[0]
     if org.lower() in SITE_NAMES or org == SITE_MARKER:
         return (f"has the org {org!r}, which names a file or folder of the site itself "
                 "(pages, data and API documents live under their org's folder)")
+    repo = rid.split("/")[-1].lower()
+    if repo in ("index.html", "404.html", "views") or repo.endswith(".json"):
+        # org/index.html is the org's page; <id>.json is another recipe's public API document (adversarial finding:
+        # "…-Instruct.json" took over that document silently, "acme/index.html" failed every build)
+        return (f"ends in {rid.split('/')[-1]!r}, which names a file of the site itself (the org's page, or the "
+                "public API document <org>/<repo>.json of another recipe)")
     return None
 
 

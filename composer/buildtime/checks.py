@@ -25,7 +25,6 @@ from composer.argv import ArgvError
 from composer.context import RecipeContext
 from composer.layers import TOPOLOGY_SOURCE
 from composer.buildtime.loader import RecipeError, RecipeLoadError, _validation_errors, catalog_validation_errors, load_catalog_data, load_recipe_data, recipe_paths, unsafe_recipe_files
-from composer.positions import check
 from composer.buildtime.repair import repair
 from composer.schema import Catalog, Recipe, Strategy, Taxonomy
 from composer.buildtime.validate import catalog_block_problems, catalog_position_problems, kv_option_problems, check_recipe_args, check_recipe_commands, check_recipe_positions, check_recipe_references, lint_recipe, unknown_keys, unknown_keys_found, validate_catalog, validate_recipe
@@ -71,13 +70,6 @@ def check_catalog(recipes_dir: Path, strict: bool = False) -> tuple[Catalog, lis
                         errors.append(RecipeError(rel, key, message))
                     else:
                         warnings.append(RecipeError(rel, key, message, level))
-                blocks = [("env", st.env), ("vllm.env", (st.vllm or {}).get("env") or {})]
-                for key, env in blocks:
-                    for name in env:
-                        problem = check(str(name), "env-name")
-                        if problem:
-                            errors.append(RecipeError(files.get(sid, f"strategies/{sid}.yaml"), f"{key}.{name}",
-                                                      f"environment variable: {problem}"))
             if not errors:
                 return catalog, warnings
     raise RecipeLoadError(errors)

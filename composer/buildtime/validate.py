@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 
 from composer.argv import ArgvError, parse_tokens
 from composer.layers import declared
-from composer.schema import Catalog, Recipe
+from composer.schema import VERSION, Catalog, Recipe
 
 RECIPE = TypeAdapter(Recipe)
 CATALOG = TypeAdapter(Catalog)
@@ -120,7 +120,7 @@ def check_recipe_positions(recipe: Recipe) -> list[tuple[str, str]]:
     options, ports, and the names of every env block (no platform name such as
     ``HOME``, ``PATH``, ``LWS_WORKER_INDEX``, ``HF_TOKEN``). Model ids are
     checked by the schema (``schema.MODEL_ID``: never an option)."""
-    from composer.positions import check
+    from composer.positions import check, secret_problem
 
     out = []
     for key, name in recipe_images(recipe):
@@ -129,6 +129,7 @@ def check_recipe_positions(recipe: Recipe) -> list[tuple[str, str]]:
             out.append((key, problem))
     for key, tokens in arg_lists(recipe):
         out += [(key, problem) for problem in arg_position_problems(tokens)]
+        out += [(key, problem) for t in tokens if (problem := secret_problem(str(t)))]
     for key, cfg in (("strategy_overrides.pd_cluster.router", so.router) for sid, so in
                      recipe.strategy_overrides.items() if sid == "pd_cluster" and so.router):
         out += router_position_problems(key, cfg)
@@ -136,6 +137,8 @@ def check_recipe_positions(recipe: Recipe) -> list[tuple[str, str]]:
         for name in env:
             problem = check(name, "env-name")
             if problem:
+                out.append((f"{key}.{name}", problem))
+            if (problem := secret_problem(str(env[name]))):
                 out.append((f"{key}.{name}", problem))
     return out
 
@@ -235,6 +238,14 @@ def catalog_block_problems(strategy) -> list[tuple[str, str, str]]:
                 near = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.6)
                 out.append((f"{block}.{key}", "unknown key, ignored" + (f" (did you mean {near[0]}?)" if near else ""),
                             "warning"))
+    for role in strategy.pd:
+        if role not in ("prefill", "decode"):
+            near = difflib.get_close_matches(str(role), ["prefill", "decode"], n=1, cutoff=0.6)
+            out.append((f"pd.{role}", "unknown P/D role, ignored (prefill or decode" + (f"; did you mean {near[0]}?)"
+                                                                                    if near else ")"), "warning"))
+    if strategy.min_vllm_version is not None and not VERSION.match(str(strategy.min_vllm_version)):
+        out.append(("min_vllm_version", f"{str(strategy.min_vllm_version)[:40]!r} is not a version number (0.21.0)",
+                    "error"))
     router = strategy.router if isinstance(strategy.router, dict) else {}
     vllm = strategy.vllm if isinstance(strategy.vllm, dict) else {}
     if "policy" in router and not isinstance(router["policy"], str):
@@ -258,10 +269,12 @@ def kv_option_problems(kid: str, option) -> list[tuple[str, str]]:
     args checked for where they land, its env names as every env block's
     (no platform name: ``PATH`` was exported before vllm serve, adversarial
     finding), its install and companion command as shell words."""
-    from composer.positions import check
+    from composer.positions import check, secret_problem
 
     where = f"kv_offload.{kid}"
     out = [(f"{where}.args", problem) for problem in arg_position_problems(option.args)]
+    out += [(f"{where}.args", problem) for t in option.args if (problem := secret_problem(str(t)))]
+    out += [(f"{where}.env.{n}", problem) for n, v in option.env.items() if (problem := secret_problem(str(v)))]
     if option.args:
         try:
             parse_tokens(list(option.args))
@@ -286,7 +299,7 @@ def catalog_position_problems(strategy) -> list[tuple[str, str]]:
     their hardware blocks; ``pd.<role>.args``; ``vllm.vllm_args``) parsed and
     its values checked, the ``router`` block, ``vllm.port``. Strategy files
     come from strangers as recipe files do (issue 23)."""
-    from composer.positions import PLACEHOLDER_ONLY, check
+    from composer.positions import PLACEHOLDER_ONLY, check, secret_problem
 
     lists: list[tuple[str, Any]] = [("vllm_args", strategy.vllm_args)]
     for role in ("prefill", "decode"):
@@ -305,12 +318,30 @@ def catalog_position_problems(strategy) -> list[tuple[str, str]]:
     for key, tokens in lists:
         if not tokens:
             continue
+        out += [(key, problem) for t in tokens if (problem := secret_problem(str(t)))]
         try:
             parse_tokens(list(tokens))
         except ArgvError as exc:
             out.append((key, str(exc)))
             continue
         out += [(key, problem) for problem in arg_position_problems(tokens)]
+    envs: list[tuple[str, Any]] = [("env", strategy.env), ("vllm.env", vllm.get("env"))]
+    for role in ("prefill", "decode"):
+        spec = getattr(strategy, role)
+        if spec is not None:
+            envs.append((f"{role}.env", spec.env))
+            envs += [(f"{role}.hardware_overrides.{hk}.extra_env", b.extra_env) for hk, b in spec.hardware_overrides.items()]
+    for key, env in envs:
+        if not isinstance(env, dict):
+            continue
+        for name, value in env.items():
+            # the platform's names (PATH, LWS_WORKER_INDEX …) are not the recipe's to set, in a role's env too
+            problem = check(str(name), "env-name")
+            if problem is None and isinstance(value, (dict, list, tuple)):
+                problem = f"{str(value)[:40]!r} is not one value (text or a number)"
+            problem = problem or secret_problem(str(value))
+            if problem:
+                out.append((f"{key}.{name}", f"environment variable: {problem}"))
     out += router_position_problems("router", strategy.router)
     if "port" in vllm and not PLACEHOLDER_ONLY.match(str(vllm["port"])):
         problem = check(str(vllm["port"]), "port")
@@ -321,12 +352,16 @@ def catalog_position_problems(strategy) -> list[tuple[str, str]]:
 
 def check_recipe_commands(recipe: Recipe) -> list[tuple[str, str]]:
     """``(key path, message)`` for install commands of a recipe that cannot be
-    read as shell words (an unbalanced quote): ``dependencies[i].command`` and
-    ``model.install.pip.command``, which the page shows re-quoted
-    (``shell.recipe_script``)."""
+    read as shell words (an unbalanced quote): ``dependencies[i].command``,
+    a feature's ``companion.command`` and ``model.install.pip.command``, which
+    the page shows re-quoted (``shell.recipe_script``)."""
     from composer.shell import recipe_script
 
     found = [(f"dependencies[{i}].command", d.command) for i, d in enumerate(recipe.dependencies)]
+    # a feature's companion process is written the same way (adversarial finding: an unbalanced quote there
+    # passed the checks, then composing the feature raised)
+    found += [(f"features.{fid}.companion.command", f.companion.command) for fid, f in recipe.features.items()
+              if f.companion and f.companion.command]
     inst = recipe.model.install
     pip = inst.get("pip") if isinstance(inst, dict) else None
     if isinstance(pip, dict) and pip.get("command"):
@@ -401,7 +436,30 @@ def lint_recipe(recipe: Recipe) -> list[tuple[str, str, str]]:
     ``error`` where vLLM refuses to start, ``warning`` otherwise."""
     omni = recipe.omni is not None or "omni" in recipe.meta.tasks
     return (_arg_findings(recipe, omni) + _tool_choice_findings(recipe) + _quoted_text_findings(recipe)
-            + _env_findings(recipe, omni) + _hf_config_findings(recipe))
+            + _env_findings(recipe, omni) + _hf_config_findings(recipe) + _router_findings(recipe))
+
+
+RECIPE_ROUTER_KEYS = FREE_FORM_KEYS["router"] | {"intra_node_data_parallel_size"}
+"""Keys of a recipe's ``strategy_overrides.pd_cluster.router``: ours, and the
+public format's ``intra_node_data_parallel_size`` (semantics §1; our router
+lists every API server instead, so it is read by nobody here)."""
+
+
+def _router_findings(recipe: Recipe) -> list[tuple[str, str, str]]:
+    """An unknown key of a recipe's P/D router block (free-form in the
+    schema): a typo (``polcy``) would vanish without a word (adversarial
+    finding)."""
+    import difflib
+
+    so = recipe.strategy_overrides.get("pd_cluster")
+    cfg = so.router if so is not None and isinstance(so.router, dict) else {}
+    out = []
+    for k in cfg:
+        if k not in RECIPE_ROUTER_KEYS:
+            near = difflib.get_close_matches(str(k), sorted(RECIPE_ROUTER_KEYS), n=1, cutoff=0.6)
+            out.append((f"strategy_overrides.pd_cluster.router.{k}",
+                        "unknown key, ignored" + (f" (did you mean {near[0]}?)" if near else ""), "warning"))
+    return out
 
 
 def _hf_config_findings(recipe: Recipe) -> list[tuple[str, str, str]]:
