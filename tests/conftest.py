@@ -53,6 +53,24 @@ def k3_recipes_copy(tmp_path: Path, edit) -> Path:
     return dst
 
 
+def recipes_copy(tmp_path: Path, rel: str | None = None, edit=None) -> Path:
+    """A copy of ``recipes/`` under ``tmp_path`` whose file ``rel`` (a model,
+    strategy, KV-store or the taxonomy file; created when missing) went
+    through ``edit(data)``; returns the copy."""
+    import shutil
+
+    import yaml
+
+    dst = tmp_path / "recipes"
+    shutil.copytree(ROOT / "recipes", dst)
+    if rel is not None:
+        path = dst / rel
+        data = yaml.safe_load(path.read_text()) if path.exists() else {}
+        edit(data)
+        path.write_text(yaml.safe_dump(data))
+    return dst
+
+
 def recipe_errors(recipes: Path) -> list:
     """The error-level findings of validating the recipes folder ``recipes``
     (``composer.buildtime.checks.validate`` with keep-going; a load error's

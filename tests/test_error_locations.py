@@ -10,7 +10,7 @@ import yaml
 
 from composer.buildtime.checks import validate
 from composer.buildtime.loader import MAX_DEPTH, RecipeLoadError
-from tests.conftest import k3_recipes_copy, recipe_errors as _errors
+from tests.conftest import k3_recipes_copy, recipe_errors as _errors, recipes_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 K3_FILE = "models/moonshotai/Kimi-K3.yaml"
@@ -103,13 +103,7 @@ def test_a_recipe_key_with_control_characters_is_printed_escaped():
 
 
 def _edited_catalog(tmp_path: Path, rel: str, edit) -> Path:
-    recipes = tmp_path / "recipes"
-    shutil.copytree(ROOT / "recipes", recipes)
-    path = recipes / rel
-    data = yaml.safe_load(path.read_text())
-    edit(data)
-    path.write_text(yaml.safe_dump(data))
-    return recipes
+    return recipes_copy(tmp_path, rel, edit)
 
 
 @pytest.mark.parametrize("rel, edit, key, near", [

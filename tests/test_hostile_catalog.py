@@ -18,21 +18,14 @@ import build
 from composer.api import compose, make_context
 from composer.buildtime.checks import validate
 from composer.buildtime.loader import RecipeLoadError, load_catalog
+from tests.conftest import recipes_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN = "Qwen/Qwen3-235B-A22B-Instruct-2507"
 STORE = "kv_store/kv_store_distributed_mooncake.yaml"
 
 
-def _recipes(tmp_path: Path, rel: str | None = None, edit=None) -> Path:
-    recipes = tmp_path / "recipes"
-    shutil.copytree(ROOT / "recipes", recipes)
-    if rel is not None:
-        path = recipes / rel
-        data = yaml.safe_load(path.read_text()) if path.exists() else {}
-        edit(data)
-        path.write_text(yaml.safe_dump(data))
-    return recipes
+_recipes = recipes_copy
 
 
 def _problems(recipes: Path) -> list:

@@ -19,7 +19,7 @@ from composer.api import compose, compose_page, make_context
 from composer.buildtime.loader import load_catalog, load_recipe
 from composer.positions import PLATFORM_NAMES, POD_NAMES, POSITIONS, SHELL_NAMES, PositionError, check, require
 from composer.shell import PLACEHOLDER_RE
-from tests.conftest import k3_recipes_copy, recipe_errors as _errors
+from tests.conftest import k3_recipes_copy, recipe_errors as _errors, recipes_copy
 from tests import shellwords
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -221,14 +221,7 @@ def test_a_catalog_value_that_does_not_fit_where_it_lands_is_an_error_naming_its
     """Adversarial finding (issue 23): a KV store's router policy "--privileged"
     became an option of vllm-router and a strategy's "--port 80a" passed the
     checks; strategy and KV-store files are checked as recipe files are."""
-    import shutil
-
-    recipes = tmp_path / "recipes"
-    shutil.copytree(ROOT / "recipes", recipes)
-    path = recipes / rel
-    data = yaml.safe_load(path.read_text())
-    edit(data)
-    path.write_text(yaml.safe_dump(data))
+    recipes = recipes_copy(tmp_path, rel, edit)
     errs = _errors(recipes)
     assert any(e.file == rel and e.key == key and words in e.message for e in errs), errs
     res = subprocess.run([sys.executable, "-m", "composer", "check", str(recipes)], cwd=ROOT, capture_output=True,

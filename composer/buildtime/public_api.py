@@ -150,6 +150,20 @@ def _extras(ctx: RecipeContext, plan: dict, dump_strategy, dump_hw) -> dict:
     return {"strategy_spec": dump_strategy(sel["strategy"]), "hardware_profile": dump_hw(sel["hardware"])}
 
 
+def _alternative(rid: str, hw: str, sid: str, body: dict, alternatives: dict[str, str],
+                 legacy: dict[str, str] | None) -> Iterator[tuple[str, dict]]:
+    """The files of one alternative rendering ``sid`` on ``hw``:
+    ``/<rid>/hw/<hw>/strategies/<sid>.json``, recorded in ``alternatives``,
+    and on the default hardware (``legacy`` given) also the older
+    ``/<rid>/strategies/<sid>.json``."""
+    path = f"{rid}/hw/{hw}/strategies/{sid}.json"
+    alternatives[sid] = "/" + path
+    yield path, body
+    if legacy is not None:
+        legacy[sid] = f"/{rid}/strategies/{sid}.json"
+        yield legacy[sid][1:], body
+
+
 def recipe_files(ctx: RecipeContext, recipe_data: dict, compose: Compose, strategy_options: Callable[[RecipeContext, dict], list],
                  dump_strategy: Callable[[str], dict], dump_hw: Callable[[str], dict],
                  variant_key: str | None = None,
@@ -202,12 +216,7 @@ def recipe_files(ctx: RecipeContext, recipe_data: dict, compose: Compose, strate
             if alt["status"] != "ok" or alt["selection"]["strategy"] != sid or alt["selection"]["hardware"] != hw:
                 continue
             body = {**rendering(ctx, alt), **_extras(ctx, alt, dump_strategy, dump_hw)}
-            path = f"{rid}/hw/{hw}/strategies/{sid}.json"
-            alternatives[sid] = "/" + path
-            yield path, body
-            if hw == default_hw:
-                legacy[sid] = f"/{rid}/strategies/{sid}.json"
-                yield legacy[sid][1:], body
+            yield from _alternative(rid, hw, sid, body, alternatives, legacy if hw == default_hw else None)
         for opt in kv_options(ctx, {"hardware": hw}) if kv_options is not None and variant_key is None else ():
             kid = opt["id"]
             store = ctx.catalog.strategies.get(kid)
@@ -218,12 +227,7 @@ def recipe_files(ctx: RecipeContext, recipe_data: dict, compose: Compose, strate
                 continue
             body = {**kv_store_rendering(ctx, alt, kid), **_extras(ctx, alt, dump_strategy, dump_hw),
                     "strategy_spec": dump_strategy(kid)}
-            path = f"{rid}/hw/{hw}/strategies/{kid}.json"
-            alternatives[kid] = "/" + path
-            yield path, body
-            if hw == default_hw:
-                legacy[kid] = f"/{rid}/strategies/{kid}.json"
-                yield legacy[kid][1:], body
+            yield from _alternative(rid, hw, kid, body, alternatives, legacy if hw == default_hw else None)
         doc = {**rendering(ctx, plan), **_extras(ctx, plan, dump_strategy, dump_hw), "alternatives": alternatives}
         by_hw[hw] = f"/{rid}/hw/{hw}.json"
         yield by_hw[hw][1:], doc
