@@ -193,6 +193,32 @@ def test_the_checkpoint_fragment_is_rendered_by_the_one_renderer(qwen):
     assert '"checkpoint"' in app_js  # the page swaps it in after every click
 
 
+def test_the_capacity_line_leads_with_what_vllm_would_log():
+    """A fresh user's finding: the tokens and the concurrency sat in the middle
+    of a hundred-word paragraph. Each pool's item starts with the lines vLLM
+    would log (with several pools, after the pool's name), then the account."""
+    import re
+
+    from jinja2 import FileSystemLoader
+
+    from composer.api import make_context
+    from composer.buildtime.loader import load_catalog, load_recipe
+    from composer.render import PageRenderer, environment
+
+    rid = "moonshotai/Kimi-K3"
+    ctx = make_context(rid, load_recipe(ROOT / "recipes", rid), load_catalog(ROOT / "recipes"))
+    renderer = PageRenderer(environment(FileSystemLoader(ROOT / "site_src")))
+    for query, pools in (("hardware=h200", 1), ("hardware=gb200&strategy=pd_cluster", 2)):
+        plan = compose_page(ctx, query)
+        html = renderer.fragments(plan, ("capacity",))["capacity"]
+        items = re.findall(r"<li class=\"[^\"]*\" data-scope=\"[^\"]*\">(.*?)<details", html, re.S)
+        assert len(items) == pools == len(plan["capacity"])
+        for item, cap in zip(items, plan["capacity"]):
+            log = item.index('<pre class="vllm-log"')
+            assert log < item.index(str(escape(cap["message"]))[:40]) and "GPU KV cache size" in item[log:]
+            assert ('class="cap-where"' in item[:log]) == (pools > 1)
+
+
 # ------------------------------------------------------------------ build
 def test_the_built_page_has_guide_header_and_checkpoint(tmp_path):
     recipes = tmp_path / "recipes"
