@@ -1192,18 +1192,6 @@ does not support the GPU; backends without such a gate (TRITON_MLA,
 FLASH_ATTN from 8.0, FLASHINFER) are not listed."""
 
 
-def _check_attention_backend(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:
-    backend = (s.str("attention-backend") or "").upper()
-    allowed = ATTENTION_BACKEND_DEVICES.get(backend)
-    if allowed is None or t.platform != "cuda" or t.capability is None or _capability_ok(t.capability, allowed):
-        return
-    yield _v("attention-backend-device",
-             f"Selected backend AttentionBackendEnum.{backend} is not valid for this configuration. Reason: "
-             f"['compute capability not supported'] ({t.device or 'this GPU'}: compute capability "
-             f"{t.capability[0]}.{t.capability[1]}; {backend} runs on {' and '.join(f'{m}.x' for m, _ in allowed)}).",
-             "drop --attention-backend on this GPU (vLLM then picks a backend it supports) or name one it runs")
-
-
 ATTENTION_BACKEND_KINDS: Mapping[str, tuple[bool, tuple[str, ...]]] = {
     "FLASH_ATTN": (False, ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")),
     "TRITON_ATTN": (False, ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "int4_per_token_head",
@@ -1232,33 +1220,42 @@ wheel (``v1/attention/backends/registry.py`` ``AttentionBackendEnum`` → class;
 and a model whose MLA-ness differs from the backend's."""
 
 
-def _check_attention_config(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:
+def _check_attention_backend(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:
+    """What ``validate_configuration`` (``v1/attention/backend.py:279-339``)
+    says of a selected backend on a CUDA GPU, one rule per kind of reason:
+    the compute capability (``ATTENTION_BACKEND_DEVICES``, rule
+    ``attention-backend-device``), the KV-cache dtype and the model's kind of
+    attention (``ATTENTION_BACKEND_KINDS``, rule ``attention-backend-config``)."""
     backend = (s.str("attention-backend") or "").upper()
+    if t.platform != "cuda" or not backend:
+        return
+    head = f"Selected backend AttentionBackendEnum.{backend} is not valid for this configuration. Reason: "
+    allowed = ATTENTION_BACKEND_DEVICES.get(backend)
+    if allowed is not None and t.capability is not None and not _capability_ok(t.capability, allowed):
+        yield _v("attention-backend-device",
+                 head + f"['compute capability not supported'] ({t.device or 'this GPU'}: compute capability "
+                 f"{t.capability[0]}.{t.capability[1]}; {backend} runs on {' and '.join(f'{m}.x' for m, _ in allowed)}).",
+                 "drop --attention-backend on this GPU (vLLM then picks a backend it supports) or name one it runs")
     kind = ATTENTION_BACKEND_KINDS.get(backend)
-    if kind is None or t.platform != "cuda":
+    if kind is None:
         return
     is_mla, dtypes = kind
     dtype = s.str("kv-cache-dtype") or "auto"
-    reasons = []
+    found = []  # (vLLM's reason, what it means here), in validate_configuration's order
     if dtype not in dtypes:
-        reasons.append("kv_cache_dtype not supported")
+        found.append(("kv_cache_dtype not supported", f"--kv-cache-dtype {dtype} ({backend} takes {', '.join(dtypes)})"))
     if f.use_mla is not None and f.use_mla != is_mla:
-        reasons.append("MLA not supported" if f.use_mla else "non-MLA not supported")
-    if reasons:
-        what = (f"--kv-cache-dtype {dtype} ({backend} takes {', '.join(dtypes)})" if "kv_cache_dtype not supported" in reasons
-                else "")
-        model = ("the model uses multi-head latent attention" if f.use_mla else "the model does not use multi-head "
-                 "latent attention") if len(reasons) > 1 or not what else ""
-        yield _v("attention-backend-config",
-                 f"Selected backend AttentionBackendEnum.{backend} is not valid for this configuration. Reason: "
-                 f"{reasons} ({'; '.join(x for x in (what, model) if x)}).",
+        found.append(("MLA not supported", "the model uses multi-head latent attention") if f.use_mla else
+                     ("non-MLA not supported", "the model does not use multi-head latent attention"))
+    if found:
+        yield _v("attention-backend-config", head + f"{[r for r, _ in found]} ({'; '.join(w for _, w in found)}).",
                  "drop --attention-backend (vLLM then picks a backend that fits) or give one that takes this model and "
                  "KV-cache dtype" + (f" (e.g. --kv-cache-dtype {dtypes[0]})" if "auto" not in dtypes else ""))
 
 
 COMMAND_CHECKS = (_check_model_parallel, _check_max_model_len, _check_cache, _check_scheduler, _check_speculative,
                   _check_data_parallel, _check_devices, _check_kv_transfer, _check_kv_fit, _check_frontend,
-                  _check_attention_backend, _check_attention_config,
+                  _check_attention_backend,
                   _check_kernels)
 
 

@@ -206,7 +206,7 @@ def check_main(argv: list[str]) -> int:
         print(p)
     errors = sum(1 for p in problems if p.level == "error")
     # every recipe file counts, the refused ones too (a fresh user read "2 checked" for 3 files)
-    checked = len(set(recipes) | set(recipe_paths(args.recipes))) if args.recipes.is_dir() else len(recipes)
+    checked = len(recipe_paths(args.recipes)) if args.recipes.is_dir() else len(recipes)
     print(f"{checked} recipe(s) checked ({len(recipes)} valid): {errors} error(s), {len(problems) - errors} warning(s)")
     return 2 if errors else 0
 

@@ -312,12 +312,16 @@ def load_catalog_data(root: Path, files: dict[str, str] | None = None) -> tuple[
             data = _read_yaml(path, root, errors)
             if isinstance(data, dict):
                 sid = data.get("name") or path.stem
-                if not isinstance(sid, str) or sid in strategies or not CHOICE_ID.match(sid):
-                    # The id names files of the site (strategies/<id>.json) and goes into links:
-                    # "../x" wrote outside --out (adversarial finding).
-                    why = ("is not text" if not isinstance(sid, str) else f"is also the id of {files.get(sid)}"
-                           if sid in strategies else "must be letters, digits and _ . + - (at most 64, not starting "
-                           "with a punctuation mark): it names files of the site and goes into links")
+                if not isinstance(sid, str):
+                    why = "is not text"
+                elif sid in strategies:
+                    why = f"is also the id of {files.get(sid)}"
+                elif not CHOICE_ID.match(sid):  # it names site files (strategies/<id>.json): "../x" wrote outside --out
+                    why = ("must be letters, digits and _ . + - (at most 64, not starting with a punctuation mark): it "
+                           "names files of the site and goes into links")
+                else:
+                    why = ""
+                if why:
                     errors.append(RecipeError(str(path.relative_to(root)), "name", f"the strategy id {_short_repr(sid)} {why}"))
                     continue
                 strategies[sid] = data

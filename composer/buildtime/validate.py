@@ -120,7 +120,7 @@ def check_recipe_positions(recipe: Recipe) -> list[tuple[str, str]]:
     options, ports, and the names of every env block (no platform name such as
     ``HOME``, ``PATH``, ``LWS_WORKER_INDEX``, ``HF_TOKEN``). Model ids are
     checked by the schema (``schema.MODEL_ID``: never an option)."""
-    from composer.positions import check, secret_problem
+    from composer.positions import check
 
     out = []
     for key, name in recipe_images(recipe):
@@ -129,33 +129,28 @@ def check_recipe_positions(recipe: Recipe) -> list[tuple[str, str]]:
             out.append((key, problem))
     for key, tokens in arg_lists(recipe):
         out += [(key, problem) for problem in arg_position_problems(tokens)]
-        out += [(key, problem) for t in tokens if (problem := secret_problem(str(t)))]
     for key, cfg in (("strategy_overrides.pd_cluster.router", so.router) for sid, so in
                      recipe.strategy_overrides.items() if sid == "pd_cluster" and so.router):
         out += router_position_problems(key, cfg)
     for key, env in env_maps(recipe):
-        for name in env:
-            problem = check(name, "env-name")
-            if problem:
-                out.append((f"{key}.{name}", problem))
-            if (problem := secret_problem(str(env[name]))):
-                out.append((f"{key}.{name}", problem))
+        out += [(f"{key}.{name}", problem) for name, problem in env_problems(env)]
     return out
 
 
 def arg_position_problems(tokens) -> list[str]:
     """The problems of an argv list's values with where they land
-    (``composer.positions``): an option's value that would be read as an
-    option, a port flag's value that is not a port (a ``$NAME`` left to the
-    person passes). An unparsable list gives none: ``check_recipe_args`` and
-    ``catalog_position_problems`` report it."""
-    from composer.positions import PLACEHOLDER_ONLY, check
+    (``composer.positions``): a token that refers to a credential
+    (``secret_problem``), an option's value that would be read as an option,
+    a port flag's value that is not a port (a ``$NAME`` left to the person
+    passes). An unparsable list gives only the credential problems:
+    ``check_recipe_args`` and ``argv_list_problems`` report the rest."""
+    from composer.positions import PLACEHOLDER_ONLY, check, secret_problem
 
+    out = [problem for t in tokens if (problem := secret_problem(str(t)))]
     try:
         units = parse_tokens(list(tokens))
     except ArgvError:
-        return []
-    out = []
+        return out
     for u in units:
         if u.value is None:
             continue
@@ -165,6 +160,45 @@ def arg_position_problems(tokens) -> list[str]:
         if problem:
             out.append(f"--{u.key.lstrip('-')}: {problem}")
     return out
+
+
+def argv_list_problems(tokens) -> list[str]:
+    """``arg_position_problems`` of a catalogue file's argv list, and first why
+    it does not parse (``composer.argv.parse_tokens``), as no other check
+    reports that for these files."""
+    if not tokens:
+        return []
+    try:
+        parse_tokens(list(tokens))
+    except ArgvError as exc:
+        return [str(exc)] + arg_position_problems(tokens)
+    return arg_position_problems(tokens)
+
+
+def env_problems(env) -> list[tuple[str, str]]:
+    """``(name, problem)`` of an env block from any recipe, strategy or
+    taxonomy file: a name that is no shell identifier or one the platform
+    provides (``PATH``, ``LWS_WORKER_INDEX`` …), a value that is not one value
+    (a mapping or a list), a value that refers to a credential."""
+    from composer.positions import check, secret_problem
+
+    out = []
+    for name, value in (env.items() if isinstance(env, dict) else ()):
+        problem = check(str(name), "env-name")
+        if problem is None and isinstance(value, (dict, list, tuple)):
+            problem = f"{str(value)[:40]!r} is not one value (text or a number)"
+        problem = problem or secret_problem(str(value))
+        if problem:
+            out.append((str(name), problem))
+    return out
+
+
+def unknown_key_message(key: object, known, cutoff: float = 0.6) -> str:
+    """"unknown key, ignored", naming the closest of ``known`` when there is one."""
+    import difflib
+
+    near = difflib.get_close_matches(str(key), list(known), n=1, cutoff=cutoff)
+    return "unknown key, ignored" + (f" (did you mean {near[0]}?)" if near else "")
 
 
 def router_position_problems(key: str, cfg) -> list[tuple[str, str]]:
@@ -223,8 +257,6 @@ def catalog_block_problems(strategy) -> list[tuple[str, str, str]]:
     values of the wrong type (``router.policy`` text, ``vllm.vllm_args`` a
     list), and command or install lines that are not shell words (errors:
     composing them would fail later under another file's name)."""
-    import difflib
-
     out: list[tuple[str, str, str]] = []
     for block, known in FREE_FORM_KEYS.items():
         data = getattr(strategy, block, None)
@@ -233,16 +265,9 @@ def catalog_block_problems(strategy) -> list[tuple[str, str, str]]:
         if not isinstance(data, dict):
             out.append((block, "must be a mapping", "error"))
             continue
-        for key in data:
-            if key not in known:
-                near = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.6)
-                out.append((f"{block}.{key}", "unknown key, ignored" + (f" (did you mean {near[0]}?)" if near else ""),
-                            "warning"))
-    for role in strategy.pd:
-        if role not in ("prefill", "decode"):
-            near = difflib.get_close_matches(str(role), ["prefill", "decode"], n=1, cutoff=0.6)
-            out.append((f"pd.{role}", "unknown P/D role, ignored (prefill or decode" + (f"; did you mean {near[0]}?)"
-                                                                                    if near else ")"), "warning"))
+        out += [(f"{block}.{key}", unknown_key_message(key, known), "warning") for key in data if key not in known]
+    out += [(f"pd.{role}", unknown_key_message(role, ("prefill", "decode")), "warning")
+            for role in strategy.pd if role not in ("prefill", "decode")]
     if strategy.min_vllm_version is not None and not VERSION.match(str(strategy.min_vllm_version)):
         out.append(("min_vllm_version", f"{str(strategy.min_vllm_version)[:40]!r} is not a version number (0.21.0)",
                     "error"))
@@ -269,21 +294,9 @@ def kv_option_problems(kid: str, option) -> list[tuple[str, str]]:
     args checked for where they land, its env names as every env block's
     (no platform name: ``PATH`` was exported before vllm serve, adversarial
     finding), its install and companion command as shell words."""
-    from composer.positions import check, secret_problem
-
     where = f"kv_offload.{kid}"
-    out = [(f"{where}.args", problem) for problem in arg_position_problems(option.args)]
-    out += [(f"{where}.args", problem) for t in option.args if (problem := secret_problem(str(t)))]
-    out += [(f"{where}.env.{n}", problem) for n, v in option.env.items() if (problem := secret_problem(str(v)))]
-    if option.args:
-        try:
-            parse_tokens(list(option.args))
-        except ArgvError as exc:
-            out.append((f"{where}.args", str(exc)))
-    for name in option.env:
-        problem = check(str(name), "env-name")
-        if problem:
-            out.append((f"{where}.env.{name}", f"environment variable: {problem}"))
+    out = [(f"{where}.args", problem) for problem in argv_list_problems(option.args)]
+    out += [(f"{where}.env.{name}", f"environment variable: {problem}") for name, problem in env_problems(option.env)]
     for key, text in (("install", option.install), ("companion.command", option.companion.command if option.companion else None)):
         problem = None if not text else _shell_words_problem(text)
         if problem:
@@ -299,7 +312,7 @@ def catalog_position_problems(strategy) -> list[tuple[str, str]]:
     their hardware blocks; ``pd.<role>.args``; ``vllm.vllm_args``) parsed and
     its values checked, the ``router`` block, ``vllm.port``. Strategy files
     come from strangers as recipe files do (issue 23)."""
-    from composer.positions import PLACEHOLDER_ONLY, check, secret_problem
+    from composer.positions import PLACEHOLDER_ONLY, check
 
     lists: list[tuple[str, Any]] = [("vllm_args", strategy.vllm_args)]
     for role in ("prefill", "decode"):
@@ -314,34 +327,16 @@ def catalog_position_problems(strategy) -> list[tuple[str, str]]:
     vllm = strategy.vllm if isinstance(strategy.vllm, dict) else {}
     if isinstance(vllm.get("vllm_args"), (list, tuple)):
         lists.append(("vllm.vllm_args", [str(t) for t in vllm["vllm_args"]]))
-    out = []
-    for key, tokens in lists:
-        if not tokens:
-            continue
-        out += [(key, problem) for t in tokens if (problem := secret_problem(str(t)))]
-        try:
-            parse_tokens(list(tokens))
-        except ArgvError as exc:
-            out.append((key, str(exc)))
-            continue
-        out += [(key, problem) for problem in arg_position_problems(tokens)]
+    out = [(key, problem) for key, tokens in lists for problem in argv_list_problems(tokens)]
     envs: list[tuple[str, Any]] = [("env", strategy.env), ("vllm.env", vllm.get("env"))]
     for role in ("prefill", "decode"):
         spec = getattr(strategy, role)
         if spec is not None:
             envs.append((f"{role}.env", spec.env))
             envs += [(f"{role}.hardware_overrides.{hk}.extra_env", b.extra_env) for hk, b in spec.hardware_overrides.items()]
-    for key, env in envs:
-        if not isinstance(env, dict):
-            continue
-        for name, value in env.items():
-            # the platform's names (PATH, LWS_WORKER_INDEX …) are not the recipe's to set, in a role's env too
-            problem = check(str(name), "env-name")
-            if problem is None and isinstance(value, (dict, list, tuple)):
-                problem = f"{str(value)[:40]!r} is not one value (text or a number)"
-            problem = problem or secret_problem(str(value))
-            if problem:
-                out.append((f"{key}.{name}", f"environment variable: {problem}"))
+    # the platform's names (PATH, LWS_WORKER_INDEX …) are not the file's to set, in a P/D role's env too
+    out += [(f"{key}.{name}", f"environment variable: {problem}") for key, env in envs
+            for name, problem in env_problems(env)]
     out += router_position_problems("router", strategy.router)
     if "port" in vllm and not PLACEHOLDER_ONLY.match(str(vllm["port"])):
         problem = check(str(vllm["port"]), "port")
@@ -449,17 +444,10 @@ def _router_findings(recipe: Recipe) -> list[tuple[str, str, str]]:
     """An unknown key of a recipe's P/D router block (free-form in the
     schema): a typo (``polcy``) would vanish without a word (adversarial
     finding)."""
-    import difflib
-
     so = recipe.strategy_overrides.get("pd_cluster")
     cfg = so.router if so is not None and isinstance(so.router, dict) else {}
-    out = []
-    for k in cfg:
-        if k not in RECIPE_ROUTER_KEYS:
-            near = difflib.get_close_matches(str(k), sorted(RECIPE_ROUTER_KEYS), n=1, cutoff=0.6)
-            out.append((f"strategy_overrides.pd_cluster.router.{k}",
-                        "unknown key, ignored" + (f" (did you mean {near[0]}?)" if near else ""), "warning"))
-    return out
+    return [(f"strategy_overrides.pd_cluster.router.{k}", unknown_key_message(k, RECIPE_ROUTER_KEYS), "warning")
+            for k in cfg if k not in RECIPE_ROUTER_KEYS]
 
 
 def _hf_config_findings(recipe: Recipe) -> list[tuple[str, str, str]]:
@@ -571,7 +559,6 @@ def unknown_keys(data, tp=Recipe, path: str = ""):
     ``hardware_overides``) would otherwise vanish without a word. Messages
     suggest the closest declared key."""
     import dataclasses
-    import difflib
     import typing
     from collections.abc import Mapping
 
@@ -601,8 +588,7 @@ def unknown_keys(data, tp=Recipe, path: str = ""):
         if key in hints:
             yield from walk(value, hints[key], f"{path}{key}.")
         elif key not in allowed:
-            near = difflib.get_close_matches(str(key), list(hints), n=1, cutoff=0.75)
-            yield (f"{path}{key}", "unknown key, ignored" + (f" (did you mean {near[0]}?)" if near else ""))
+            yield (f"{path}{key}", unknown_key_message(key, hints, cutoff=0.75))
 
 
 def unknown_keys_found(data) -> list[tuple[str, str, bool]]:
