@@ -50,6 +50,7 @@ from composer.schema import Recipe
 from composer.buildtime.checks import check_catalog, check_recipe
 from composer.buildtime.guide import render_guide
 from composer.buildtime import public_api
+from composer.buildtime.docstrings import strip_docstrings
 from composer.buildtime.validate import dump, recipe_json_schema as schema_of_recipes
 
 ROOT = Path(__file__).resolve().parent
@@ -145,8 +146,9 @@ def _package_files(name: str) -> list[tuple[Path, str]]:
 
 def site_python_zip() -> bytes:
     """The site's Python as a zip (deterministic bytes: fixed timestamps): the
-    browser part of ``composer``, Jinja2 and MarkupSafe (``.py`` files only) and
-    the templates the worker renders (under ``site_templates/``)."""
+    browser part of ``composer``, Jinja2 and MarkupSafe (``.py`` files only,
+    their docstrings blanked: ``composer.buildtime.docstrings``) and the
+    templates the worker renders (under ``site_templates/``)."""
     base = ROOT / "composer"
     files = [(p, f"composer/{p.relative_to(base).as_posix()}") for p in sorted(base.rglob("*.py"))
              if p.relative_to(base).parts[0] != BUILD_TIME_DIR and p.relative_to(base).as_posix() != "__main__.py"
@@ -160,7 +162,8 @@ def site_python_zip() -> bytes:
         for path, name in files:
             info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, path.read_bytes())
+            data = path.read_bytes()
+            zf.writestr(info, strip_docstrings(data, name) if name.endswith(".py") else data)
     return buf.getvalue()
 
 
