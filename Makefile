@@ -22,17 +22,23 @@ serve: .venv/.installed node_modules/.installed
 build: .venv/.installed node_modules/.installed
 	$(PY) build.py --strict
 
-test: .venv/.installed node_modules/.installed chromium
+test: .venv/.test-installed node_modules/.installed chromium
 	$(PY) -m ruff check composer build.py bench.py tests
 	$(PY) -m mypy composer
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
-bench: .venv/.installed node_modules/.installed chromium
+bench: .venv/.test-installed node_modules/.installed chromium
 	$(PY) -m bench --browser
 
+# `make serve` and `make build` need only the build's packages; `make test` and
+# `make bench` add the test tools (pytest, Playwright, ruff, mypy …) on top.
 .venv/.installed: pyproject.toml
 	python3 -m venv .venv
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[build]'
+	touch $@
+
+.venv/.test-installed: .venv/.installed pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
