@@ -221,6 +221,9 @@ class Lever:
     change: str
     kv_tokens: Optional[int]
     concurrency: Optional[float]
+    why: str = ""
+    """Why the figure moves the way it does, when a reader would not expect it
+    (the message only; the plan's ``CapacityLever`` carries the figures)."""
 
 
 GEOMETRY_UNKNOWN = "the model's attention geometry is unknown"
@@ -376,18 +379,23 @@ class Capacity:
                          f"; --max-model-len auto: the model's {self.auto_fit_from:,} tokens fit")
             text += (f": GPU KV cache size {self.kv_tokens:,} tokens{self.token_scope}, maximum concurrency for "
                      f"{self.max_model_len:,} tokens per request {self.concurrency:.2f}x")
-            if self.context and self.context_concurrency is not None and self.context != self.max_model_len:
-                text += f" ({self.context_concurrency:.2f}x for {self.context:,})"
+            context = self.context and self.context_concurrency is not None and self.context != self.max_model_len
+            copies = self.dp_ranks if self.dp_ranks > 1 else self.replicas
+            each = (" per DP rank" if self.dp_ranks > 1 else " per replica") if copies > 1 else ""
+            if context:
+                text += f" ({self.context_concurrency:.2f}x{each} for {self.context:,}-token requests)"
             # The totals multiply the figure shown per rank or replica (as vLLM logs it, 2 decimals): "6.00x each,
-            # 12.01x in all" read as an error (an adversarial finding).
-            if self.dp_ranks > 1:  # a fresh user read one DP rank's figure as the deployment's
-                text += (f"; the {self.dp_ranks} DP ranks each hold their own: {self.kv_tokens * self.dp_ranks:,} "
-                         f"tokens, {round(self.concurrency, 2) * self.dp_ranks:.2f}x of {self.max_model_len:,}-token requests "
-                         f"in all")  # a fresh user read "87.83x in all" as the 32k-context figure beside it
-            if self.replicas > 1:  # a fresh user did not see that TP+DP's lever is more nodes, i.e. replicas
-                text += (f"; the {self.replicas} replicas (one per node) each hold their own: "
-                         f"{self.kv_tokens * self.replicas:,} tokens, {round(self.concurrency, 2) * self.replicas:.2f}x of "
-                         f"{self.max_model_len:,}-token requests in all, and each node more adds a replica")
+            # 12.01x in all" read as an error (an adversarial finding). Both lengths get their total: a fresh user
+            # read "74.00x for 32,768" (one rank) beside "73.92x … in all" (the whole, at 1,048,576) as one figure.
+            if copies > 1:
+                who = (f"the {self.dp_ranks} DP ranks" if self.dp_ranks > 1 else
+                       f"the {self.replicas} replicas (one per node)")  # a fresh user read one rank's figure as the deployment's
+                text += (f"; {who} each hold their own: {self.kv_tokens * copies:,} tokens in all, "
+                         f"{round(self.concurrency, 2) * copies:,.2f}x of {self.max_model_len:,}-token requests")
+                if context:
+                    text += f", {round(self.context_concurrency or 0, 2) * copies:,.2f}x of {self.context:,}-token requests"
+                if self.dp_ranks <= 1:  # a fresh user did not see that TP+DP's lever is more nodes, i.e. replicas
+                    text += ", and each node more adds a replica"
         else:
             text += f" (tokens not estimated: {self.no_tokens_reason or GEOMETRY_UNKNOWN})"
         text += "."
@@ -395,7 +403,7 @@ class Capacity:
             # "X gives N tokens (Cx)", never "X → N": a reader took "--max-model-len 524,288 → 2,458,192 tokens"
             # for a new max-model-len (a fresh user's finding)
             text += " What changes it most: " + "; ".join(
-                f"{lv.change} gives {lv.kv_tokens:,} tokens ({lv.concurrency:.2f}x)" if lv.kv_tokens is not None and lv.concurrency is not None
+                f"{lv.change} gives {lv.kv_tokens:,} tokens ({lv.concurrency:.2f}x{lv.why})" if lv.kv_tokens is not None and lv.concurrency is not None
                 else f"{lv.change}: not estimated" for lv in self.levers) + "."
         return text
 
@@ -1035,7 +1043,12 @@ def with_levers(cap: Capacity, extra: tuple[tuple[str, Capacity | None], ...] = 
     if cap.max_model_len > 8192 and not cap.auto_fit_from:  # with auto, vLLM picks the length
         half = cap.max_model_len // 2
         t, c = fn(cap.kv_gib, half) if cap.kv_gib > 0 else (0, 0.0)  # type: ignore[operator]
-        out.append(Lever(f"--max-model-len {half:,}", t, c))
+        # A shorter length fits more requests but, when part of a request's cache does not shrink with its length
+        # (a linear-attention layer's state, a sliding-window layer's blocks), fewer tokens in all: a fresh user
+        # read the lower token figure as a mistake.
+        why = ("; more requests, fewer tokens in all: part of each request's cache, its linear-attention state or "
+               "sliding-window blocks, does not shrink with its length") if cap.kv_tokens is not None and t < cap.kv_tokens * 0.999 else ""
+        out.append(Lever(f"--max-model-len {half:,}", t, c, why))
     # A change that gives the figure in force is no lever (a fresh user's finding: TP+DP "3 nodes gives" the
     # same tokens, a TP+DP node being a replica; 0.95 utilization where the weights still leave no KV room).
     out = [lv for lv in out if (lv.kv_tokens, lv.concurrency) != (cap.kv_tokens, cap.concurrency)]

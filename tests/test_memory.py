@@ -569,11 +569,11 @@ def test_a_total_over_ranks_or_replicas_is_the_shown_figure_times_their_count():
     seen = 0
     for q in shape_queries(ctx):
         for c in compose(ctx, q, every_form=False)["capacity"]:
-            m = re.search(r"per request (\d+\.\d\d)x.*?; the (\d+) (?:DP ranks|replicas)[^:]*: [\d,]+ tokens, "
-                          r"(\d+\.\d\d)x of", c["message"])
+            m = re.search(r"per request (\d+\.\d\d)x.*?; the (\d+) (?:DP ranks|replicas)[^:]*: [\d,]+ tokens in all, "
+                          r"([\d,]+\.\d\d)x of", c["message"])
             if m:
                 seen += 1
-                each, n, total = float(m.group(1)), int(m.group(2)), float(m.group(3))
+                each, n, total = float(m.group(1)), int(m.group(2)), float(m.group(3).replace(",", ""))
                 assert f"{each * n:.2f}" == f"{total:.2f}", (q, c["message"])
     assert seen > 5
 
@@ -597,3 +597,29 @@ def test_lmcache_offload_counts_its_servers_host_memory_per_node(ctx_of):
         (n,) = [n for n in plan["notices"] if n["code"] == "kv-host-memory"]
         assert f"up to {l1:g} GiB of host memory" in n["message"]
         assert "nodes of the deployment" not in n["message"]
+
+
+def test_dp_totals_name_both_lengths_and_the_per_rank_figure(ctx_of):
+    """A fresh user read DEP's "74.00x for 32,768" (one DP rank) beside "73.92x … in all" (the
+    deployment, at the max-model-len) as one figure: the per-rank figure says so, and the totals
+    are given for both lengths, each the rank's figure (as logged, 2 decimals) times the ranks."""
+    cap = compose(ctx_of("moonshotai/Kimi-K3"), "hardware=b200&strategy=multi_node_dep")["capacity"][0]
+    ranks, ctx_len, mml = cap["world_size"], cap["context"], cap["max_model_len"]
+    assert ranks > 1 and ctx_len != mml
+    msg = cap["message"]
+    assert f"({cap['context_concurrency']:.2f}x per DP rank for {ctx_len:,}-token requests)" in msg
+    assert (f"the {ranks} DP ranks each hold their own: {cap['kv_tokens'] * ranks:,} tokens in all, "
+            f"{round(cap['max_concurrency'], 2) * ranks:,.2f}x of {mml:,}-token requests, "
+            f"{round(cap['context_concurrency'], 2) * ranks:,.2f}x of {ctx_len:,}-token requests") in msg
+
+
+@pytest.mark.parametrize("rid, query, fewer", [
+    ("moonshotai/Kimi-K3", "hardware=b200&strategy=multi_node_dep", True),   # KDA layers: a state per request
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507", "hardware=h200", False),          # full attention only
+])
+def test_a_shorter_length_says_why_it_gives_fewer_tokens(ctx_of, rid, query, fewer):
+    cap = compose(ctx_of(rid), query)["capacity"][0]
+    lever = next(lv for lv in cap["levers"] if lv["change"].startswith("--max-model-len"))
+    assert (lever["kv_tokens"] < cap["kv_tokens"]) is fewer
+    said = f"({lever['max_concurrency']:.2f}x; more requests, fewer tokens in all" in cap["message"]
+    assert said is fewer
