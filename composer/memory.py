@@ -287,6 +287,15 @@ class Capacity:
     replica's, and a node more is a replica more."""
 
     @property
+    def log_scope(self) -> str:
+        """Whose figures the log lines and the levers are: "per DP rank" (each
+        DP rank is an engine and logs its own cache), "per replica" (TP+DP: a
+        node's engine), or "" (one engine: the deployment's or the pool's)."""
+        if self.dp_ranks > 1:
+            return "per DP rank"
+        return "per replica" if self.replicas > 1 else ""
+
+    @property
     def weights_fit(self) -> bool:
         return weights_fit(self.weights_gb, self.hbm_gb)
 
@@ -377,13 +386,15 @@ class Capacity:
                 text += (f"; --max-model-len auto: vLLM fits {self.max_model_len:,} of the model's "
                          f"{self.auto_fit_from:,} tokens" if self.max_model_len < self.auto_fit_from else
                          f"; --max-model-len auto: the model's {self.auto_fit_from:,} tokens fit")
-            text += (f": GPU KV cache size {self.kv_tokens:,} tokens{self.token_scope}, maximum concurrency for "
-                     f"{self.max_model_len:,} tokens per request {self.concurrency:.2f}x")
+            # Per DP rank or replica, as each logs it, said before the figures (a fresh user read the first
+            # figure and the levers as the deployment's): the totals follow.
+            text += (f": {self.log_scope[:1].upper() + self.log_scope[1:] + ', ' if self.log_scope else ''}GPU KV cache size "
+                     f"{self.kv_tokens:,} tokens, maximum concurrency for {self.max_model_len:,} tokens per request "
+                     f"{self.concurrency:.2f}x")
             context = self.context and self.context_concurrency is not None and self.context != self.max_model_len
             copies = self.dp_ranks if self.dp_ranks > 1 else self.replicas
-            each = (" per DP rank" if self.dp_ranks > 1 else " per replica") if copies > 1 else ""
             if context:
-                text += f" ({self.context_concurrency:.2f}x{each} for {self.context:,}-token requests)"
+                text += f" ({self.context_concurrency:.2f}x for {self.context:,}-token requests)"
             # The totals multiply the figure shown per rank or replica (as vLLM logs it, 2 decimals): "6.00x each,
             # 12.01x in all" read as an error (an adversarial finding). Both lengths get their total: a fresh user
             # read "74.00x for 32,768" (one rank) beside "73.92x … in all" (the whole, at 1,048,576) as one figure.
@@ -402,8 +413,9 @@ class Capacity:
         if self.levers:
             # "X gives N tokens (Cx)", never "X → N": a reader took "--max-model-len 524,288 → 2,458,192 tokens"
             # for a new max-model-len (a fresh user's finding)
+            each = f" {self.log_scope}" if self.log_scope else ""
             text += " What changes it most: " + "; ".join(
-                f"{lv.change} gives {lv.kv_tokens:,} tokens ({lv.concurrency:.2f}x{lv.why})" if lv.kv_tokens is not None and lv.concurrency is not None
+                f"{lv.change} gives {lv.kv_tokens:,} tokens{each} ({lv.concurrency:.2f}x{lv.why})" if lv.kv_tokens is not None and lv.concurrency is not None
                 else f"{lv.change}: not estimated" for lv in self.levers) + "."
         return text
 
@@ -421,7 +433,7 @@ class Capacity:
             max_concurrency=_r(self.concurrency), context=self.context, context_concurrency=_r(self.context_concurrency),
             log=self.log_lines(), levers=tuple(CapacityLever(lv.change, lv.kv_tokens, _r(lv.concurrency)) for lv in self.levers),
             assumptions=self.assumptions, host_kv_gib_per_node=host_gib_per_node,
-            kv_tokens_per_dp_rank=bool(self.token_scope))
+            kv_tokens_per_dp_rank=bool(self.token_scope), log_scope=self.log_scope)
 
 
 def format_gib(gib: float | None) -> str:
@@ -1046,8 +1058,9 @@ def with_levers(cap: Capacity, extra: tuple[tuple[str, Capacity | None], ...] = 
         # A shorter length fits more requests but, when part of a request's cache does not shrink with its length
         # (a linear-attention layer's state, a sliding-window layer's blocks), fewer tokens in all: a fresh user
         # read the lower token figure as a mistake.
-        why = ("; more requests, fewer tokens in all: part of each request's cache, its linear-attention state or "
-               "sliding-window blocks, does not shrink with its length") if cap.kv_tokens is not None and t < cap.kv_tokens * 0.999 else ""
+        why = ("; the same memory holds more requests, but vLLM logs the token figure as concurrency × "
+               "max-model-len and part of each request's cache, its linear-attention state or sliding-window blocks, "
+               "does not shrink with its length") if cap.kv_tokens is not None and t < cap.kv_tokens * 0.999 else ""
         out.append(Lever(f"--max-model-len {half:,}", t, c, why))
     # A change that gives the figure in force is no lever (a fresh user's finding: TP+DP "3 nodes gives" the
     # same tokens, a TP+DP node being a replica; 0.95 utilization where the weights still leave no KV room).

@@ -115,7 +115,8 @@ class CapacityCheck:
     commands' TP × PP × DP); ``host_kv_gib_per_node`` the host memory a KV
     offload reserves per node. ``kv_gb`` is the replica's KV cache in GB;
     ``kv_tokens_per_dp_rank``: ``kv_tokens`` (and the concurrency) count one DP
-    rank's cache, as vLLM logs it for DEP, each rank keeping its own sequences."""
+    rank's cache, as vLLM logs it for DEP, each rank keeping its own sequences;
+    ``log_scope`` says in words whose figures they are."""
 
     scope: str
     where: str
@@ -145,6 +146,9 @@ class CapacityCheck:
     assumptions: tuple[str, ...] = ()
     host_kv_gib_per_node: Optional[float] = None
     kv_tokens_per_dp_rank: bool = False
+    log_scope: str = ""
+    """Whose figures ``log``, ``kv_tokens``, the concurrencies and ``levers``
+    are: "per DP rank", "per replica" or "" (one engine)."""
 
 
 @dataclass(frozen=True)

@@ -607,7 +607,11 @@ def test_dp_totals_name_both_lengths_and_the_per_rank_figure(ctx_of):
     ranks, ctx_len, mml = cap["world_size"], cap["context"], cap["max_model_len"]
     assert ranks > 1 and ctx_len != mml
     msg = cap["message"]
-    assert f"({cap['context_concurrency']:.2f}x per DP rank for {ctx_len:,}-token requests)" in msg
+    assert cap["log_scope"] == "per DP rank"
+    assert (f"Per DP rank, GPU KV cache size {cap['kv_tokens']:,} tokens, maximum concurrency for {mml:,} tokens per "
+            f"request {cap['max_concurrency']:.2f}x ({cap['context_concurrency']:.2f}x for {ctx_len:,}-token requests)") in msg
+    for lever in cap["levers"]:  # the levers are the rank's figures too
+        assert f"{lever['change']} gives {lever['kv_tokens']:,} tokens per DP rank (" in msg
     assert (f"the {ranks} DP ranks each hold their own: {cap['kv_tokens'] * ranks:,} tokens in all, "
             f"{round(cap['max_concurrency'], 2) * ranks:,.2f}x of {mml:,}-token requests, "
             f"{round(cap['context_concurrency'], 2) * ranks:,.2f}x of {ctx_len:,}-token requests") in msg
@@ -621,5 +625,5 @@ def test_a_shorter_length_says_why_it_gives_fewer_tokens(ctx_of, rid, query, few
     cap = compose(ctx_of(rid), query)["capacity"][0]
     lever = next(lv for lv in cap["levers"] if lv["change"].startswith("--max-model-len"))
     assert (lever["kv_tokens"] < cap["kv_tokens"]) is fewer
-    said = f"({lever['max_concurrency']:.2f}x; more requests, fewer tokens in all" in cap["message"]
+    said = f"({lever['max_concurrency']:.2f}x; the same memory holds more requests, but vLLM logs the token figure" in cap["message"]
     assert said is fewer
