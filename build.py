@@ -200,9 +200,11 @@ def snapshot_and_modules(python_zip: bytes) -> tuple[bytes, list[str]]:
             raise BuildError("node is needed to make the Pyodide memory snapshot (install Node.js 20 or newer)")
         with tempfile.TemporaryDirectory() as tmp:
             zip_path, out_path = Path(tmp) / "site-python.zip", Path(tmp) / "snapshot.bin"
+            warm_path = Path(tmp) / "warmup.json"
             zip_path.write_bytes(python_zip)
+            warm_path.write_bytes(warmup_json())
             try:
-                res = subprocess.run([node, str(script), str(PYODIDE_DIR), str(zip_path), str(out_path)],
+                res = subprocess.run([node, str(script), str(PYODIDE_DIR), str(zip_path), str(out_path), str(warm_path)],
                                      capture_output=True, text=True, timeout=300)
             except subprocess.TimeoutExpired:
                 raise BuildError("making the Pyodide memory snapshot with node took more than 300 s; stopped") from None
@@ -237,11 +239,37 @@ def snapshot_zeroed(python_zip: bytes) -> int:
 
 def _snapshot_entry(python_zip: bytes) -> Path:
     """The cache file of the snapshot of ``python_zip``: named by the hash of
-    everything that goes into it (the zip, Pyodide's version, the scripts)."""
+    everything that goes into it (the zip, Pyodide's version, the scripts, the
+    warm-up's recipe)."""
     script = ROOT / "site_src" / "snapshot.mjs"
     key = hashlib.sha256(python_zip + pyodide_version().encode() + script.read_bytes()
-                         + (ROOT / "site_src" / "assets" / "boot-python.mjs").read_bytes()).hexdigest()[:24]
+                         + (ROOT / "site_src" / "assets" / "boot-python.mjs").read_bytes()
+                         + warmup_json()).hexdigest()[:24]
     return SNAPSHOT_CACHE / f"{key}.bin"
+
+
+WARMUP_RECIPE = "moonshotai/Kimi-K3"
+WARMUP_QUERIES = ("",)
+"""What the snapshot maker composes before it takes the snapshot (issue 22:
+the first plan after a restore cost several times a later one). Pages of
+every recipe share one snapshot, so the warm-up fills only what any recipe
+reuses (the vLLM flag table's look-ups, the schema's field types, Jinja2's
+first renders); the warm-up recipe's own context is dropped. One plan of one
+of our recipes, whatever directory is built: more left more freed memory in
+the snapshot than it saved time (``WARM_PY`` in boot-python.mjs has the
+figures)."""
+
+
+@functools.cache
+def warmup_json() -> bytes:
+    """``{"recipe", "catalog", "queries"}`` of ``WARMUP_RECIPE`` as the page's
+    worker receives them (the build's JSON documents), for the snapshot maker."""
+    from composer.buildtime.loader import load_catalog, load_recipe
+
+    recipes = ROOT / "recipes"
+    recipe = json.dumps({"id": WARMUP_RECIPE, "recipe": dump(load_recipe(recipes, WARMUP_RECIPE))}, separators=(",", ":"))
+    catalog = json.dumps(dump(load_catalog(recipes)), separators=(",", ":"))
+    return json.dumps({"recipe": recipe, "catalog": catalog, "queries": list(WARMUP_QUERIES)}).encode()
 
 
 def _imports_of(source: bytes, module: str, is_package: bool) -> set[str]:

@@ -1,7 +1,8 @@
 // Build step (run by build.py with Node): boot the pinned Pyodide, set up the
 // site's Python (boot-python.mjs) and write one memory snapshot of it. A page
 // restores it in ~0.5 s instead of booting Python and importing everything
-// (4-5 s). Usage: node snapshot.mjs PYODIDE_DIR SITE_PYTHON_ZIP OUT_FILE
+// (4-5 s). Usage: node snapshot.mjs PYODIDE_DIR SITE_PYTHON_ZIP OUT_FILE [WARMUP_JSON]
+// (WARMUP_JSON: build.py warmup_json, composed once before the snapshot: WARM_PY)
 // Prints {bytes, version, modules, zeroed}: modules are the names in sys.modules
 // before DROP_PY, which the page's trimmed standard library leaves out;
 // zeroed the bytes of free heap memory cleared before the snapshot.
@@ -9,7 +10,7 @@
 // pinned in package-lock.json and the snapshot path is tested in Chromium.
 import {readFileSync, writeFileSync} from "node:fs";
 import {pathToFileURL} from "node:url";
-import {DROP_PY, MODULES_PY, installSitePython} from "./assets/boot-python.mjs";
+import {DROP_PY, MODULES_PY, WARM_PY, installSitePython} from "./assets/boot-python.mjs";
 
 // The snapshot is the whole linear memory, free heap included: what the
 // imports and template compilation allocated and freed is still there, and
@@ -44,7 +45,7 @@ function zeroFreeMemory(M) {
   return zeroed;
 }
 
-const [pyodideDir, zipPath, outPath] = process.argv.slice(2);
+const [pyodideDir, zipPath, outPath, warmPath] = process.argv.slice(2);
 const indexURL = pyodideDir.endsWith("/") ? pyodideDir : pyodideDir + "/";
 const {loadPyodide} = await import(pathToFileURL(indexURL + "pyodide.mjs").href);
 // PYTHONNODEBUGRANGES: the code objects compiled here (the composer, Jinja2,
@@ -55,6 +56,10 @@ const {loadPyodide} = await import(pathToFileURL(indexURL + "pyodide.mjs").href)
 const pyodide = await loadPyodide({indexURL, _makeSnapshot: true, env: {PYTHONNODEBUGRANGES: "1"},
                                    stdout: () => {}, stderr: (m) => console.error(m)});
 installSitePython(pyodide, new Uint8Array(readFileSync(zipPath)));
+if (warmPath) {  // build.py WARMUP_QUERIES: a Python str, no JavaScript object stays held
+  pyodide.globals.set("_warm", readFileSync(warmPath, "utf8"));
+  pyodide.runPython(WARM_PY);
+}
 const modules = JSON.parse(pyodide.runPython(MODULES_PY));
 pyodide.runPython(DROP_PY);
 const zeroed = zeroFreeMemory(pyodide._module);

@@ -170,3 +170,28 @@ def test_every_module_of_the_trimmed_stdlib_imports_after_a_restore(snapshot):
     assert {m: r for m, r in got.items() if m in shipped and r != "ok"} == {}
     for m in unshipped:
         assert got[m].startswith("ModuleNotFoundError"), (m, got[m])
+
+
+def test_the_snapshot_is_warmed_up_without_the_warm_up_recipe(snapshot):
+    """Issue 22: the snapshot maker composes one plan of build.WARMUP_RECIPE
+    before the snapshot (boot-python.mjs ``WARM_PY``), so the flag look-ups
+    and the schema's field types are made when a page restores it; the warm-up
+    recipe's context and the warm-up's names are not kept."""
+    script = (
+        "import {restore} from './tests/pyodide_restore.mjs';"
+        "const input = JSON.parse(require_input);"
+        "const py = await restore(input);"
+        "console.log(py.runPython(`import json, composer.api, composer.vllm_cli, composer.convert\\n"
+        "json.dumps({'contexts': composer.api.context_from_json.cache_info().currsize,"
+        " 'flags': composer.vllm_cli.canonical.cache_info().currsize,"
+        " 'fields': composer.convert._fields.cache_info().currsize,"
+        " 'names': sorted(k for k in globals() if 'warm' in k)})`));")
+    payload = {"pyodide": str(snapshot[2]), "snapshot": str(snapshot[0]), "stdlib": str(snapshot[1]),
+               "patch": str(snapshot[3])}
+    script = script.replace("require_input", json.dumps(json.dumps(payload)))
+    res = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True,
+                         timeout=300, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    assert got["contexts"] == 0 and got["names"] == []
+    assert got["flags"] > 10 and got["fields"] > 5
