@@ -358,6 +358,7 @@ def _advanced(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, li
         items.append({
             "id": k.id, "label": k.label, "description": said + k.description, "selected": on,
             "disabled": False, "reason": None, "query": base.with_values(advanced=list(new) or None).query(),
+            "in_force": who or "",
         })
     return {"advanced": items}
 

@@ -346,7 +346,9 @@ class Option:
 its file and ``recommended``: the one the recipe picks on this GPU when none
 is asked for, ``resolve.recommend``); ``lost`` says, on a
 chosen Advanced knob, which later layer replaced its value in the command
-("Speculative decoding's --max-num-seqs 32"; issue 21), else ""."""
+("Speculative decoding's --max-num-seqs 32"; issue 21), else ""; ``in_force``
+names, on an Advanced knob not chosen, the layer that already sets its
+flags (a fresh user read the unticked box as "off"), else ""."""
 
     id: str
     label: str
@@ -369,6 +371,7 @@ chosen Advanced knob, which later layer replaced its value in the command
     lost: str = ""
     orientation: str = ""
     recommended: bool = False
+    in_force: str = ""
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}

@@ -144,6 +144,19 @@ def test_a_replaced_advanced_choice_says_so_on_its_control(page, server):
     assert "lost" not in (other.get_attribute("class") or "")
 
 
+def test_an_advanced_knob_already_in_force_says_so_on_its_control(page, server):
+    """Second fresh-user trial: on B200 "gpu-memory-utilization 0.95" and "kv-cache-dtype fp8" looked off
+    (unticked) while the command already set both; only the tooltip said so. The control now shows who sets it."""
+    page.goto(server + K3 + "?hardware=b200")
+    wait_ready(page)
+    for knob in ("gpu_mem_095", "kv_fp8"):
+        label = page.locator(f'#controls input[name="advanced"][value="{knob}"]').locator("xpath=..")
+        assert not label.locator("input").is_checked()
+        assert "already in force: the recipe's" in label.locator(".in-force-mark").inner_text()
+    chosen = page.locator('#controls input[name="advanced"][value="max_batched_8k"]').locator("xpath=..")
+    assert chosen.locator(".in-force-mark").count() == 0
+
+
 @pytest.fixture
 def context(context):
     context.grant_permissions(["clipboard-read", "clipboard-write"])
