@@ -247,8 +247,9 @@ RULES: tuple[Rule, ...] = (
          "supported_kv_cache_dtypes (ATTENTION_BACKEND_KINDS); the layer passes cache_dtype, 'auto' unset "
          "(model_executor/layers/attention/attention.py:277-279)",
          "Selected backend {backend} is not valid for this configuration. Reason: ['kv_cache_dtype not supported']",
-         static="a backend's own device-dependent limits beyond its list (FlashAttention's fp8 KV needs FA3), head "
-                "size, sinks and block size are not checked"),
+         static="a backend's own device-dependent limits beyond its list (FlashAttention's fp8 KV needs FA3, its "
+                "heads over 256 FA4), sinks, sparse attention and block size are not checked; the head size only "
+                "where the model's head_dim (or MLA ranks) is known"),
     # ── Plan-level: a set of commands ──
     Rule("dp-group-same-config", "error", "plan", "vllm/v1/engine/utils.py:1565-1580; vllm/config/parallel.py:906-960",
          "Configuration mismatch detected for engine {rank}. All DP workers must have identical configurations for "
@@ -1220,12 +1221,49 @@ wheel (``v1/attention/backends/registry.py`` ``AttentionBackendEnum`` → class;
 and a model whose MLA-ness differs from the backend's."""
 
 
+ATTENTION_BACKEND_HEAD_SIZES: Mapping[str, tuple[int, ...]] = {
+    "FLASHINFER": (64, 128, 256, 512), "FLEX_ATTENTION": (),
+    "FLASHINFER_MLA": (320, 512, 576), "TOKENSPEED_MLA": (320, 512, 576), "TRITON_MLA": (),
+    "CUTLASS_MLA": (320, 512, 576), "FLASHMLA": (320, 512, 576), "FLASH_ATTN_MLA": (320, 512, 576),
+    "FLASHMLA_SPARSE": (576, 512), "FLASHINFER_MLA_SPARSE": (512, 576), "FLASHINFER_MLA_SPARSE_SM90": (512, 576),
+    "FLASHINFER_MLA_SPARSE_SM120": (512, 576), "FLASH_ATTN_MLA_SPARSE": (),
+}
+"""The head sizes each CUDA backend takes, as its class (or the base it
+inherits from) lists them in ``get_supported_head_sizes`` (vLLM 0.33.0;
+``()``: any, ``AttentionBackend.supports_head_size``,
+``v1/attention/backend.py:101-107``; the MLA backends' base
+``MLACommonBackend`` lists 320, 512 and 576,
+``model_executor/layers/attention/mla_attention.py:1623-1624``). FLASH_ATTN
+and TRITON_ATTN decide by rule instead (``_head_size_ok``).
+``tests/test_launch.py`` re-reads every list from the wheel."""
+
+
+def _head_size_ok(backend: str, size: int) -> bool | None:
+    """Whether ``backend`` takes attention heads of ``size``
+    (``supports_head_size``), None when it depends on more than the size:
+    FLASH_ATTN takes multiples of 8 up to 256, and up to 512 where
+    FlashAttention 4 runs (the GPU and the build decide:
+    ``v1/attention/backends/flash_attn.py:425-435``); TRITON_ATTN takes 32 and
+    more (``triton_attn.py:379-380``)."""
+    if backend == "FLASH_ATTN":
+        if size % 8 or size > 512:
+            return False
+        return True if size <= 256 else None
+    if backend == "TRITON_ATTN":
+        return size >= 32
+    sizes = ATTENTION_BACKEND_HEAD_SIZES.get(backend)
+    if sizes is None:
+        return None
+    return not sizes or size in sizes
+
+
 def _check_attention_backend(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:
     """What ``validate_configuration`` (``v1/attention/backend.py:279-339``)
     says of a selected backend on a CUDA GPU, one rule per kind of reason:
     the compute capability (``ATTENTION_BACKEND_DEVICES``, rule
-    ``attention-backend-device``), the KV-cache dtype and the model's kind of
-    attention (``ATTENTION_BACKEND_KINDS``, rule ``attention-backend-config``)."""
+    ``attention-backend-device``), the head size (``_head_size_ok``), the
+    KV-cache dtype and the model's kind of attention
+    (``ATTENTION_BACKEND_KINDS``, rule ``attention-backend-config``)."""
     backend = (s.str("attention-backend") or "").upper()
     if t.platform != "cuda" or not backend:
         return
@@ -1242,6 +1280,9 @@ def _check_attention_backend(s: Serve, f: ModelFacts, t: Target) -> Iterable[Vio
     is_mla, dtypes = kind
     dtype = s.str("kv-cache-dtype") or "auto"
     found = []  # (vLLM's reason, what it means here), in validate_configuration's order
+    size = f.attention_head_size
+    if size is not None and _head_size_ok(backend, size) is False:
+        found.append(("head_size not supported", f"the model's attention heads are {size} wide"))
     if dtype not in dtypes:
         found.append(("kv_cache_dtype not supported", f"--kv-cache-dtype {dtype} ({backend} takes {', '.join(dtypes)})"))
     if f.use_mla is not None and f.use_mla != is_mla:

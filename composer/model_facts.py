@@ -293,6 +293,20 @@ class ModelFacts:
             return False
         return None
 
+    @property
+    def attention_head_size(self) -> Optional[int]:
+        """The head size vLLM's attention backends are asked about
+        (``validate_configuration``'s ``head_size``): ``kv_lora_rank`` +
+        ``qk_rope_head_dim`` for MLA (``model_executor/layers/attention/
+        mla_attention.py:480``), else the config's own ``head_dim``; None when
+        not stated (never derived from hidden_size / heads, which a config
+        that sets head_dim apart would contradict)."""
+        rank, rope = self.values.get("kv_lora_rank"), self.values.get("qk_rope_head_dim")
+        if self.use_mla:
+            return rank + rope if positive_int(rank) and isinstance(rope, int) and rope >= 0 else None
+        hd = self.values.get("head_dim")
+        return hd if positive_int(hd) and self.use_mla is False else None
+
     def head_dim(self) -> Optional[int]:
         """``head_dim``, else ``hidden_size`` / ``num_attention_heads`` (HF's
         default when the config leaves it out), else None."""

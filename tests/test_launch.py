@@ -412,6 +412,30 @@ def test_a_selected_attention_backend_must_fit_the_models_attention():
     assert "attention-backend-config" not in rules(serve("--attention-backend", "FLASH_ATTN"), {}, UNKNOWN, H200)
 
 
+@pytest.mark.parametrize("backend, facts_, refused", [
+    ("FLASHINFER", dict(head_dim=128), False),
+    ("FLASHINFER", dict(head_dim=96), True),            # flashinfer.py:691-693: 64, 128, 256, 512
+    ("FLASH_ATTN", dict(head_dim=100), True),           # flash_attn.py:426: a multiple of 8
+    ("FLASH_ATTN", dict(head_dim=384), False),          # over 256: FlashAttention 4's GPUs only, not decided here
+    ("FLASH_ATTN", dict(head_dim=640), True),           # over 512 on every GPU
+    ("TRITON_ATTN", dict(head_dim=16), True),           # triton_attn.py:379-380: 32 and more
+    ("FLEX_ATTENTION", dict(head_dim=72), False),       # any size
+    ("FLASH_ATTN_MLA", dict(kv_lora_rank=512, qk_rope_head_dim=64), False),   # 576
+    ("FLASHMLA", dict(kv_lora_rank=256, qk_rope_head_dim=32), True),          # 288: MLACommonBackend 320/512/576
+    ("TRITON_MLA", dict(kv_lora_rank=256, qk_rope_head_dim=32), False),       # any size
+    ("FLASHINFER", dict(hidden_size=4096, num_attention_heads=96), False),    # no head_dim stated: not derived
+])
+def test_a_selected_attention_backend_must_take_the_models_head_size(backend, facts_, refused):
+    """validate_configuration (v1/attention/backend.py:302-303) refuses a head
+    size the backend does not list; MLA's head size is kv_lora_rank +
+    qk_rope_head_dim (mla_attention.py:480)."""
+    mla = "kv_lora_rank" in facts_
+    f = facts(**{"num_attention_heads": 64, "num_key_value_heads": 64 if mla else 8, "num_hidden_layers": 32,
+                 "model_type": "deepseek_v3" if mla else "llama", **facts_})
+    found = rules(serve("--attention-backend", backend), {}, f, B200)
+    assert ("head_size not supported" in found.get("attention-backend-config", "")) is refused, found
+
+
 def test_the_attention_backend_table_is_what_the_vllm_wheel_declares():
     """ATTENTION_BACKEND_KINDS, re-read from the pinned wheel: each name's class
     in AttentionBackendEnum (v1/attention/backends/registry.py), MLA when it
@@ -421,7 +445,7 @@ def test_the_attention_backend_table_is_what_the_vllm_wheel_declares():
     import zipfile
 
     from composer.buildtime import vllm_cli_gen
-    from composer.launch import ATTENTION_BACKEND_KINDS
+    from composer.launch import ATTENTION_BACKEND_HEAD_SIZES, ATTENTION_BACKEND_KINDS
 
     with zipfile.ZipFile(vllm_cli_gen.fetch("vllm", vllm_cli_gen.VLLM_VERSION)) as zf:
         def module(path):
@@ -449,7 +473,26 @@ def test_the_attention_backend_table_is_what_the_vllm_wheel_declares():
                     return dtypes(mod, base.id)
             return None
 
+        def head_sizes(mod, name):
+            """The literal list of get_supported_head_sizes in the class or its bases (MLACommonBackend's
+            module for the MLA ones); "rule" when the class decides by supports_head_size."""
+            classes = {n.name: n for n in mod.body if isinstance(n, ast.ClassDef)}
+            cls = classes[name]
+            for st in cls.body:
+                if isinstance(st, ast.FunctionDef) and st.name == "supports_head_size":
+                    return "rule"
+                if isinstance(st, ast.FunctionDef) and st.name == "get_supported_head_sizes":
+                    return tuple(ast.literal_eval(next(n for n in ast.walk(st) if isinstance(n, ast.Return)).value))
+            for base in cls.bases:
+                if isinstance(base, ast.Name) and base.id in classes:
+                    return head_sizes(mod, base.id)
+                if isinstance(base, ast.Name) and base.id == "MLACommonBackend":
+                    return head_sizes(module("vllm.model_executor.layers.attention.mla_attention"), base.id)
+            return ()
+
         for name, (is_mla, listed) in ATTENTION_BACKEND_KINDS.items():
             mod, _, cls = paths[name].rpartition(".")
             assert (".mla." in mod) == is_mla, name
             assert dtypes(module(mod), cls) == listed, name
+            got = head_sizes(module(mod), cls)
+            assert got == ("rule" if name in ("FLASH_ATTN", "TRITON_ATTN") else ATTENTION_BACKEND_HEAD_SIZES[name]), name
