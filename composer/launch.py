@@ -94,6 +94,9 @@ RULES: tuple[Rule, ...] = (
     # ── Model × parallelism (config/model.py, config/parallel.py) ──
     Rule("tp-divides-heads", "error", "command", "vllm/config/model.py:1557-1564",
          "Total number of attention heads ({heads}) must be divisible by tensor parallel size ({tp})."),
+    Rule("tp-divides-mamba-heads", "error", "command", "vllm/model_executor/layers/mamba/mamba_mixer2.py:316-323",
+         "Tensor parallel world size must divide num heads. / If tensor parallel world size does not divide "
+         "num_groups, then num_groups must equal 1."),
     Rule("dcp-divides-tp", "error", "command", "vllm/config/parallel.py:594-607",
          "tp_size={tp} must be divisible by dcp_size={dcp}."),
     Rule("dcp-gqa-kv-heads", "error", "command", "vllm/config/model.py:1578-1607",
@@ -266,7 +269,7 @@ RULES: tuple[Rule, ...] = (
 )
 _TP, _DP = "tensor-parallel-size", "data-parallel-size"
 _FLAGS = {
-    "tp-divides-heads": (_TP,), "dcp-divides-tp": (_TP, "decode-context-parallel-size", "prefill-context-parallel-size"),
+    "tp-divides-heads": (_TP,), "tp-divides-mamba-heads": (_TP,), "dcp-divides-tp": (_TP, "decode-context-parallel-size", "prefill-context-parallel-size"),
     "dcp-gqa-kv-heads": (_TP, "decode-context-parallel-size"), "ep-needs-moe": ("enable-expert-parallel",),
     "eplb-needs-ep": ("enable-eplb", "enable-expert-parallel"), "max-model-len-over-derived": ("max-model-len",),
     "max-model-len-over-derived-allowed": ("max-model-len", "VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
@@ -707,6 +710,23 @@ def _divisors_up_to(n: int, limit: int) -> list[int]:
     return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
 
 
+def mamba_tp_problem(f: ModelFacts, tp: int) -> str | None:
+    """vLLM's words when ``tp`` does not fit a Mamba-2 hybrid's mixer
+    (``mamba_mixer2.py:316-323``: TP divides the Mamba heads, and the groups
+    unless there is one), else None; None too when the facts give no Mamba
+    heads and groups (``ModelFacts.mamba_heads_and_groups``)."""
+    found = f.mamba_heads_and_groups
+    if found is None or tp <= 1:
+        return None
+    heads, groups = found
+    if heads % tp:
+        return f"Tensor parallel world size must divide num heads (TP {tp}, {heads} Mamba heads)."
+    if groups % tp and groups != 1:
+        return (f"If tensor parallel world size does not divide num_groups, then num_groups must equal 1 "
+                f"(TP {tp}, {groups} Mamba groups).")
+    return None
+
+
 def _check_model_parallel(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:
     tp, pp, pcp, dcp = parallel_sizes(s)
     heads = f.num_attention_heads
@@ -722,6 +742,12 @@ def _check_model_parallel(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violat
                  f"vLLM refuses a TP that does not divide the heads.",
                  "use a power-of-two --tensor-parallel-size (or give model.num_attention_heads in the recipe)",
                  assumed="head count unknown: only power-of-two TP sizes are assumed to divide it")
+    why = mamba_tp_problem(f, tp)
+    if why:
+        heads, groups = f.mamba_heads_and_groups or (0, 0)
+        ok = ", ".join(str(d) for d in _divisors_up_to(groups if groups > 1 else heads, 64) if d > 1 and heads % d == 0)
+        yield _v("tp-divides-mamba-heads", why,
+                 f"use a --tensor-parallel-size that divides the Mamba heads and groups ({ok}), and scale with PP or DP")
     if pcp == 1 and tp % dcp:
         yield _v("dcp-divides-tp", f"tp_size={tp} must be divisible by dcp_size={dcp}.",
                  f"use a --decode-context-parallel-size that divides {tp}, or drop it")

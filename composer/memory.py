@@ -285,6 +285,10 @@ class Capacity:
     """Replicas of the deployment when each node holds one (TP+DP:
     ``StrategyKind.replica_per_node``, ``Layout.dp``): the figures are one
     replica's, and a node more is a replica more."""
+    fixed_per_request: bool = False
+    """Whether part of each request's cache does not grow with its length (a
+    linear-attention state, sliding-window blocks): a shorter max-model-len
+    then lowers the logged token figure (the lever says why)."""
 
     @property
     def log_scope(self) -> str:
@@ -391,10 +395,17 @@ class Capacity:
             text += (f": {self.log_scope[:1].upper() + self.log_scope[1:] + ', ' if self.log_scope else ''}GPU KV cache size "
                      f"{self.kv_tokens:,} tokens, maximum concurrency for {self.max_model_len:,} tokens per request "
                      f"{self.concurrency:.2f}x")
-            context = self.context and self.context_concurrency is not None and self.context != self.max_model_len
+            # A context longer than --max-model-len is no figure: vLLM refuses such a request (adversarial finding:
+            # "8,192 tokens per request 337.14x (84.29x for 32,768-token requests)").
+            longer = bool(self.context and self.context > self.max_model_len)
+            context = (self.context and self.context_concurrency is not None and self.context != self.max_model_len
+                       and not longer)
             copies = self.dp_ranks if self.dp_ranks > 1 else self.replicas
             if context:
                 text += f" ({self.context_concurrency:.2f}x for {self.context:,}-token requests)"
+            elif longer:
+                text += (f" (the {self.context:,}-token requests asked for are longer than --max-model-len "
+                         f"{self.max_model_len:,}: vLLM refuses them)")
             # The totals multiply the figure shown per rank or replica (as vLLM logs it, 2 decimals): "6.00x each,
             # 12.01x in all" read as an error (an adversarial finding). Both lengths get their total: a fresh user
             # read "74.00x for 32,768" (one rank) beside "73.92x … in all" (the whole, at 1,048,576) as one figure.
@@ -430,7 +441,9 @@ class Capacity:
             torch_gib=self.torch_gib, requested_gib=_r(self.requested_gib), weights_gib=_r(self.weights_gib),
             kv_gib=_r(self.kv_gib), terms=tuple(MemoryTerm(t.name, _r(t.gib), t.source) for t in self.terms),
             max_model_len=self.max_model_len, max_model_len_explicit=self.max_model_len_explicit,
-            max_concurrency=_r(self.concurrency), context=self.context, context_concurrency=_r(self.context_concurrency),
+            max_concurrency=_r(self.concurrency), context=self.context,
+            context_concurrency=None if (self.context and self.max_model_len and self.context > self.max_model_len)
+            else _r(self.context_concurrency),  # vLLM refuses a request longer than max-model-len: no figure
             log=self.log_lines(), levers=tuple(CapacityLever(lv.change, lv.kv_tokens, _r(lv.concurrency)) for lv in self.levers),
             assumptions=self.assumptions, host_kv_gib_per_node=host_gib_per_node,
             kv_tokens_per_dp_rank=bool(self.token_scope), log_scope=self.log_scope)
@@ -1007,7 +1020,8 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
     return Capacity(weights, gpus, hbm, flags.util, usable, round(raw_gb, 1), 0.0, kv_gb, tokens, mml, explicit,
                     lay.token_scope, total, requested, w_gib, kv_gib, tuple(terms), conc, context, ctx_conc,
                     tuple(notes), (), world, why_none, auto_from, fn, holds,
-                    lay.dp if lay.token_scope else 1, lay.dp if lay.kind.replica_per_node else 1)
+                    lay.dp if lay.token_scope else 1, lay.dp if lay.kind.replica_per_node else 1,
+                    bool(geo is not None and (geo.linear or geo.sliding)))
 
 
 def auto_fit_length(geo: "KvGeometry", kv_gib: float, original: int, dcp: int, batched: int, batches: int) -> int:
@@ -1060,7 +1074,8 @@ def with_levers(cap: Capacity, extra: tuple[tuple[str, Capacity | None], ...] = 
         # read the lower token figure as a mistake.
         why = ("; the same memory holds more requests, but vLLM logs the token figure as concurrency × "
                "max-model-len and part of each request's cache, its linear-attention state or sliding-window blocks, "
-               "does not shrink with its length") if cap.kv_tokens is not None and t < cap.kv_tokens * 0.999 else ""
+               "does not shrink with its length") if (cap.fixed_per_request and cap.kv_tokens is not None
+                                            and t < cap.kv_tokens * 0.999) else ""
         out.append(Lever(f"--max-model-len {half:,}", t, c, why))
     # A change that gives the figure in force is no lever (a fresh user's finding: TP+DP "3 nodes gives" the
     # same tokens, a TP+DP node being a replica; 0.95 utilization where the weights still leave no KV room).

@@ -69,6 +69,10 @@ HF_KEYS: Mapping[str, str] = MappingProxyType({
     "linear_key_head_dim": "Gated DeltaNet key head width",
     "linear_value_head_dim": "Gated DeltaNet value head width",
     "linear_conv_kernel_dim": "Gated DeltaNet short-convolution kernel (the conv state holds kernel − 1 steps)",
+    "mamba_num_heads": ("Mamba-2 heads (Nemotron-H naming); vLLM requires TP to divide them "
+                        "(model_executor/layers/mamba/mamba_mixer2.py:316-318)"),
+    "n_groups": ("Mamba-2 B/C groups (Nemotron-H naming); TP must divide them unless there is one "
+                 "(mamba_mixer2.py:320-323)"),
 })
 """The Hugging Face ``config.json`` keys our data may carry, with what each
 means. A key outside this list is a typo (tests/test_launch.py checks)."""
@@ -79,7 +83,7 @@ INT_KEYS = frozenset({
     "sliding_window", "full_attention_interval", "n_routed_experts", "num_experts", "num_local_experts",
     "n_shared_experts", "num_experts_per_tok", "num_nextn_predict_layers", "moe_intermediate_size",
     "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
-    "linear_conv_kernel_dim"})
+    "linear_conv_kernel_dim", "mamba_num_heads", "n_groups"})
 """The ``HF_KEYS`` whose value is a whole number of at least 1."""
 
 MAX_INT = 2**31 - 1
@@ -246,6 +250,13 @@ class ModelFacts:
     @property
     def num_attention_heads(self) -> Optional[int]:
         return self.values.get("num_attention_heads")
+
+    @property
+    def mamba_heads_and_groups(self) -> Optional[tuple[int, int]]:
+        """``(mamba_num_heads, n_groups)`` of a Mamba-2 hybrid (Nemotron-H),
+        None unless both are known whole numbers."""
+        h, g = self.values.get("mamba_num_heads"), self.values.get("n_groups")
+        return (h, g) if positive_int(h) and positive_int(g) else None
 
     @property
     def num_key_value_heads(self) -> Optional[int]:

@@ -455,12 +455,19 @@ def layout_problem(ctx: RecipeContext, lay: Layout, variant_id: str | None = Non
     count is the model facts' ``num_attention_heads``
     (``composer.model_facts.model_facts`` of ``variant_id``: the recipe's
     ``model`` block, else our data); when it is unknown only a power-of-two
-    TP is assumed to divide it, and the reason says so."""
+    TP is assumed to divide it, and the reason says so. A Mamba-2 hybrid's
+    TP must also fit its Mamba heads and groups (``composer.launch.mamba_tp_problem``)."""
     if lay.tp <= 1:
         return None
     from composer.model_facts import model_facts
 
-    heads = model_facts(ctx, variant_id).num_attention_heads
+    from composer.launch import mamba_tp_problem
+
+    facts = model_facts(ctx, variant_id)
+    heads = facts.num_attention_heads
+    mamba = mamba_tp_problem(facts, lay.tp)  # a Mamba-2 hybrid's mixer too (rule tp-divides-mamba-heads)
+    if mamba:
+        return f"TP {lay.tp} does not fit the model's Mamba layers: vLLM refuses it at start (\"{mamba}\")."
     if heads:
         if heads % lay.tp:
             return f"TP {lay.tp} does not divide the model's {heads} attention heads (vLLM refuses it at start)."

@@ -41,9 +41,14 @@ def rules(argv, env=None, f=GQA, t=H200) -> dict[str, str]:
 
 
 # (rule, refused argv, accepted argv, vLLM's words in the message, facts, target, env)
+MAMBA = facts(num_attention_heads=40, num_key_value_heads=8, head_dim=128, model_type="nemotron_h", mamba_num_heads=96,
+              n_groups=8)
+
 CASES = [
     ("tp-divides-heads", serve("-tp", "12"), serve("-tp", "16"),
      "Total number of attention heads (64) must be divisible by tensor parallel size (12).", GQA, H200, {}),
+    ("tp-divides-mamba-heads", serve("-tp", "16"), serve("-tp", "8"),
+     "If tensor parallel world size does not divide num_groups, then num_groups must equal 1", MAMBA, H200, {}),
     ("dcp-divides-tp", serve("--tensor-parallel-size", "4", "--decode-context-parallel-size", "8"),
      serve("--tensor-parallel-size", "8", "--decode-context-parallel-size", "8"),
      "tp_size=4 must be divisible by dcp_size=8.", MLA, B200, {}),
@@ -410,6 +415,22 @@ def test_a_selected_attention_backend_must_fit_the_models_attention():
     assert "attention-backend-config" not in rules(serve("--attention-backend", "flashinfer", "--kv-cache-dtype", "fp8"),
                                                    {}, GQA, B200)
     assert "attention-backend-config" not in rules(serve("--attention-backend", "FLASH_ATTN"), {}, UNKNOWN, H200)
+
+
+@pytest.mark.parametrize("tp, heads, groups, refused", [
+    (5, 96, 8, "must divide num heads"),      # mamba_mixer2.py:316-318
+    (16, 96, 8, "num_groups must equal 1"),   # mamba_mixer2.py:320-323
+    (16, 96, 1, None),                        # one group: replicated across TP ranks
+    (8, 128, 8, None),
+])
+def test_a_mamba_hybrids_tp_must_fit_its_mamba_heads_and_groups(tp, heads, groups, refused):
+    f = facts(num_attention_heads=80, num_key_value_heads=8, head_dim=128, model_type="nemotron_h",
+              mamba_num_heads=heads, n_groups=groups)
+    found = rules(serve("-tp", str(tp)), {}, f, H200)
+    if refused:
+        assert refused in found["tp-divides-mamba-heads"]
+    else:
+        assert "tp-divides-mamba-heads" not in found
 
 
 @pytest.mark.parametrize("backend, facts_, refused", [

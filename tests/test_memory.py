@@ -627,3 +627,14 @@ def test_a_shorter_length_says_why_it_gives_fewer_tokens(ctx_of, rid, query, few
     assert (lever["kv_tokens"] < cap["kv_tokens"]) is fewer
     said = f"({lever['max_concurrency']:.2f}x; the same memory holds more requests, but vLLM logs the token figure" in cap["message"]
     assert said is fewer
+
+
+def test_a_context_longer_than_max_model_len_gets_no_concurrency_figure(catalog):
+    """Adversarial finding: glm-4-9b-hf (max-model-len 8,192) said "337.14x (84.29x for 32,768-token
+    requests)", though vLLM refuses a request longer than --max-model-len."""
+    ctx = make_context("zai-org/glm-4-9b-hf", load_recipe(CORPUS, "zai-org/glm-4-9b-hf"), load_catalog(CORPUS))
+    cap = compose(ctx, "")["capacity"][0]
+    assert cap["max_model_len"] < cap["context"] and cap["context_concurrency"] is None
+    assert (f"the {cap['context']:,}-token requests asked for are longer than --max-model-len "
+            f"{cap['max_model_len']:,}: vLLM refuses them") in cap["message"]
+    assert f"x for {cap['context']:,}-token requests" not in cap["message"]

@@ -10,10 +10,12 @@ gzip 7.37 → 7.15 MB, the zip of the cold path 452 → 344 kB (README,
 Performance).
 
 Line numbers are kept (a traceback from the page still points at the line of
-the repository's file): a docstring becomes blank lines, or ``0`` and blank
-lines where it is the whole body of its class or function (or is followed by
-``; statement`` on its line). The bytecode is the original's (a ``0`` adds one
-NOP where it stands in for a body), and ``__doc__`` is None
+the repository's file): a function's or the module's docstring becomes blank
+lines, or ``0`` and blank lines where it is the whole body (or is followed by
+``; statement`` on its line, or by another string that would become the
+docstring); a class's becomes ``" "`` (``dataclasses`` would otherwise write
+a signature into an empty ``__doc__``). The bytecode is the original's (a ``0``
+adds one NOP), and a function's ``__doc__`` is None
 (``tests/test_docstrings.py`` compares the syntax trees and line numbers of
 every file the zip ships).
 """
@@ -39,29 +41,52 @@ def docstring_nodes(tree: ast.Module) -> list[ast.Expr]:
 
 
 def strip_docstrings(source: bytes, filename: str = "<source>") -> bytes:
-    """``source`` (a Python file's bytes, UTF-8) with every docstring
-    replaced as the module docstring says, same number of lines, each other
-    statement on its line. Returns ``source`` unchanged when it has no
-    docstring or when the result would not compile (e.g. a docstring followed
-    by ``;`` on its line). Raises ``SyntaxError`` only if ``source`` itself
-    does not parse."""
+    """``source`` (a Python file's bytes) with every docstring replaced as the
+    module docstring says, same number of lines, each other statement on its
+    line (but for a statement after ``;`` on a docstring's last line, which
+    moves to its first). Returns ``source`` unchanged when it has no docstring, when it is not
+    UTF-8 (a coding declaration or a BOM: ast's columns count UTF-8 bytes), or
+    when the result would not compile. Raises ``SyntaxError`` only if
+    ``source`` itself does not parse."""
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    if encoding != "utf-8":  # "utf-8-sig" (a BOM) or a declared coding: columns would not be byte offsets
+        return source
     tree = ast.parse(source, filename)
-    sole = {id(n.body[0]) for n in ast.walk(tree) if isinstance(n, _SCOPES[1:]) and len(n.body) == 1}
     nodes = docstring_nodes(tree)
     if not nodes:
         return source
+    # A placeholder where the body would be empty, or where the next statement is itself a string (it would
+    # become the docstring); a class keeps a one-space docstring: dataclasses writes a signature into an empty
+    # __doc__ (inspect.signature at import, and the text back in the snapshot: an adversarial finding).
+    follows = {}
+    for node in ast.walk(tree):
+        if isinstance(node, _SCOPES) and node.body and id(node.body[0]) in {id(n) for n in nodes}:
+            nxt = node.body[1] if len(node.body) > 1 else None
+            follows[id(node.body[0])] = (node, nxt)
     lines = source.splitlines(keepends=True)
     # ast's col_offset counts UTF-8 bytes: the lines stay bytes. From the last, so earlier spans keep their place.
     for node in sorted(nodes, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+        scope, nxt = follows[id(node)]
         first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
         before = lines[first][:node.col_offset]
         after = lines[last][node.end_col_offset:]
-        needed = id(node) in sole or after.strip() != b""  # a body of its own, or "; stmt" after it on the line
-        lines[first:last + 1] = [before + (b"0" if needed else b"") + b"\n" * (last - first) + after]
+        body = after.rstrip(b"\r\n")
+        eol = after[len(body):] or (b"\n" if last + 1 < len(lines) else b"")
+        if isinstance(scope, ast.ClassDef):
+            keep = b'" "'
+        elif nxt is None or body.strip() or (isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
+                                            and isinstance(nxt.value.value, str)):
+            keep = b"0"
+        else:
+            keep = b""
+        # whatever followed the docstring on its last line ("; x = 1") stays on the statement's first line
+        lines[first:last + 1] = [before + keep + body + b"\n" * (last - first) + eol]
     out = b"".join(lines)
     try:
         compile(out, filename, "exec", dont_inherit=True)
     except SyntaxError:
         return source
     return out
-
