@@ -16,7 +16,6 @@ import ast
 import re
 import json
 import logging
-import shlex
 import textwrap
 import zipfile
 from functools import lru_cache
@@ -30,6 +29,7 @@ from composer import vllm_cli
 from composer.api import compose
 from composer.argv import parse_tokens
 from composer.query import parse_query
+from tests import shellwords
 from tests.plan_space import CORPUS, corpus_contexts, our_plans, shape_queries
 
 SOURCE = "vllm/utils/argparse_utils.py"
@@ -94,8 +94,9 @@ def check_plan(plan: dict, tmp: Path) -> int:
         # the one-line command after the env lines (a value may hold a newline inside its quotes)
         line = c["text"][len(c["env_text"]):].lstrip("\n") if c["env_text"] and c["text"].startswith(c["env_text"]) \
             else c["text"].split("\n")[-1]
-        # placeholders stay as written; "${A}a" is how a shell line writes the argv token "$Aa" ($A, then "a")
-        words = [re.sub(r"\$\{([A-Z][A-Z0-9_]*)\}", r"$\1", w) for w in shlex.split(line)]
+        # placeholders stay as written; "${A}a" is how a shell line writes the argv token "$Aa" ($A, then "a");
+        # a shell's words, not shlex's (a hypothesis example: "$A\$" for the value $A$)
+        words = shellwords.split(line)
         assert words[:4] == ["vllm", "serve", "--config", art["file_name"]], line
         if c["env"]:
             assert c["text"].startswith(c["env_text"]), "the env the command needs is in its tab"

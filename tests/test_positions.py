@@ -379,6 +379,7 @@ def slurm_bin(tmp_path_factory):
 @given(text=HOSTILE, where=st.sampled_from([f for f in FIELDS if "image" not in f]))
 @example(text="$Aa", where="arg-value")  # a placeholder followed by letters: "${A}a" on the config's command line
 @example(text="$A\n", where="arg-value")  # a newline inside the command line's quotes
+@example(text="$A$", where="arg-value")  # "$A\$" on the command line: shlex kept the backslash, bash does not
 def test_hostile_values_reach_config_files_and_sbatch_jobs_as_the_plans_argv(tmp_path, slurm_bin, text, where):
     """Issue 23 (audit: the property covered shell, Docker and Kubernetes only):
     with a hostile value planted in a recipe field, every YAML config file read

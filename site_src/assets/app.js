@@ -263,7 +263,7 @@
     const again = tabId && document.getElementById(tabId);
     if (again) selectTab(again);
     const phNew = document.querySelector("#placeholders details");
-    if (phNew && phClosed) phNew.open = false;
+    if (phNew && (phClosed || (phBox === null && phStartsClosed()))) phNew.open = false;
     applyPlaceholders();
     fullPageLink();
     if (refocus) {
@@ -294,6 +294,13 @@
     } catch (err) {
       return {};
     }
+  }
+  // On a phone the panel starts closed while it holds no value of yours (a fresh user's finding: on a P/D
+  // page at 390 px its ~1,500 px pushed the commands ~7,000 px down): when the page opens, and when a plan
+  // brings the panel where there was none; its summary still names the placeholders, one tap opens it, and
+  // a later plan keeps it as the user left it (swap).
+  function phStartsClosed() {
+    return window.matchMedia("(max-width: 820px)").matches && phValues().size === 0;
   }
   function phValues() {  // the usable values of the placeholders this plan has
     const stored = phStored();
@@ -364,6 +371,10 @@
     applyPlaceholders();
   });
   applyPlaceholders();
+  {
+    const box = document.querySelector("#placeholders details.placeholders");
+    if (box && phStartsClosed()) box.open = false;
+  }
 
   function detailsKey(d) {
     const fs = d.closest("fieldset[data-dim]");

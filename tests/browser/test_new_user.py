@@ -157,6 +157,32 @@ def test_an_advanced_knob_already_in_force_says_so_on_its_control(page, server):
     assert chosen.locator(".in-force-mark").count() == 0
 
 
+def test_on_a_phone_the_placeholders_start_closed_until_they_hold_a_value(page, server):
+    """Fresh-user finding: at 390 px the open placeholders panel (~1,500 px) pushed a P/D page's commands
+    ~7,000 px down. On a phone it starts closed while it holds no value of the user's, and stays as left."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(server + K3 + PLANS["pd"])
+    wait_ready(page)
+    box = page.locator("#placeholders details.placeholders")
+    assert box.count() == 1 and box.get_attribute("open") is None
+    commands_top = page.evaluate("() => document.getElementById('commands').getBoundingClientRect().top + scrollY")
+    box.locator("summary").click()
+    assert box.get_attribute("open") is not None
+    opened_top = page.evaluate("() => document.getElementById('commands').getBoundingClientRect().top + scrollY")
+    assert opened_top - commands_top > 500  # what the closed panel saves
+    # a value of the user's: the next visit opens it (the values are what the commands show)
+    box.locator('input[data-ph]').first.fill("10.1.2.3")
+    page.reload()
+    wait_ready(page)
+    assert page.locator("#placeholders details.placeholders").get_attribute("open") is not None
+    # wider than a phone: open as before
+    page.evaluate("() => localStorage.clear()")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.reload()
+    wait_ready(page)
+    assert page.locator("#placeholders details.placeholders").get_attribute("open") is not None
+
+
 @pytest.fixture
 def context(context):
     context.grant_permissions(["clipboard-read", "clipboard-write"])
