@@ -397,9 +397,8 @@ class Capacity:
                      f"{self.concurrency:.2f}x")
             # A context longer than --max-model-len is no figure: vLLM refuses such a request (adversarial finding:
             # "8,192 tokens per request 337.14x (84.29x for 32,768-token requests)").
-            longer = bool(self.context and self.context > self.max_model_len)
-            context = (self.context and self.context_concurrency is not None and self.context != self.max_model_len
-                       and not longer)
+            longer = bool(self.context and self.context > self.max_model_len)  # no context_concurrency then (_capacity)
+            context = self.context_concurrency is not None and self.context != self.max_model_len
             copies = self.dp_ranks if self.dp_ranks > 1 else self.replicas
             if context:
                 text += f" ({self.context_concurrency:.2f}x for {self.context:,}-token requests)"
@@ -441,9 +440,7 @@ class Capacity:
             torch_gib=self.torch_gib, requested_gib=_r(self.requested_gib), weights_gib=_r(self.weights_gib),
             kv_gib=_r(self.kv_gib), terms=tuple(MemoryTerm(t.name, _r(t.gib), t.source) for t in self.terms),
             max_model_len=self.max_model_len, max_model_len_explicit=self.max_model_len_explicit,
-            max_concurrency=_r(self.concurrency), context=self.context,
-            context_concurrency=None if (self.context and self.max_model_len and self.context > self.max_model_len)
-            else _r(self.context_concurrency),  # vLLM refuses a request longer than max-model-len: no figure
+            max_concurrency=_r(self.concurrency), context=self.context, context_concurrency=_r(self.context_concurrency),
             log=self.log_lines(), levers=tuple(CapacityLever(lv.change, lv.kv_tokens, _r(lv.concurrency)) for lv in self.levers),
             assumptions=self.assumptions, host_kv_gib_per_node=host_gib_per_node,
             kv_tokens_per_dp_rank=bool(self.token_scope), log_scope=self.log_scope)
@@ -1013,7 +1010,7 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
 
         def holds(kv: float, length: int = mml, _g=geo) -> bool:
             return _g.holds_one(kv, length, flags.dcp, batched, batches)
-        if context:
+        if context and context <= mml:  # vLLM refuses a request longer than max-model-len: no figure for it
             ctx_conc = geo.capacity(kv_gib, context, flags.dcp, batched, batches)[1] if kv_gib > 0 else 0.0
     elif geo is None:
         notes.append("the model's attention geometry is unknown: KV tokens are not estimated")

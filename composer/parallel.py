@@ -459,9 +459,8 @@ def layout_problem(ctx: RecipeContext, lay: Layout, variant_id: str | None = Non
     TP must also fit its Mamba heads and groups (``composer.launch.mamba_tp_problem``)."""
     if lay.tp <= 1:
         return None
-    from composer.model_facts import model_facts
-
     from composer.launch import mamba_tp_problem
+    from composer.model_facts import model_facts
 
     facts = model_facts(ctx, variant_id)
     heads = facts.num_attention_heads

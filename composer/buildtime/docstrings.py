@@ -23,67 +23,67 @@ every file the zip ships).
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 
 _SCOPES = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def docstring_nodes(tree: ast.Module) -> list[ast.Expr]:
-    """The statements of ``tree`` that are docstrings: a string constant
-    that is the first statement of the module, a class or a function."""
-    found = []
+def _docstrings(tree: ast.Module) -> list[tuple[ast.Expr, ast.AST, ast.stmt | None]]:
+    """``(docstring, its scope, the statement after it or None)`` for every
+    docstring of ``tree``."""
+    found: list[tuple[ast.Expr, ast.AST, ast.stmt | None]] = []
     for node in ast.walk(tree):
         if isinstance(node, _SCOPES) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
                     and isinstance(first.value.value, str):
-                found.append(first)
+                found.append((first, node, node.body[1] if len(node.body) > 1 else None))
     return found
+
+
+def docstring_nodes(tree: ast.Module) -> list[ast.Expr]:
+    """The statements of ``tree`` that are docstrings: a string constant
+    that is the first statement of the module, a class or a function."""
+    return [doc for doc, _, _ in _docstrings(tree)]
+
+
+def _is_string(stmt: ast.stmt | None) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
 
 def strip_docstrings(source: bytes, filename: str = "<source>") -> bytes:
     """``source`` (a Python file's bytes) with every docstring replaced as the
     module docstring says, same number of lines, each other statement on its
     line (but for a statement after ``;`` on a docstring's last line, which
-    moves to its first). Returns ``source`` unchanged when it has no docstring, when it is not
-    UTF-8 (a coding declaration or a BOM: ast's columns count UTF-8 bytes), or
-    when the result would not compile. Raises ``SyntaxError`` only if
-    ``source`` itself does not parse."""
-    import io
-    import tokenize
-
+    moves to its first). Returns ``source`` unchanged when it has no
+    docstring, when it is not UTF-8 (a coding declaration or a BOM: ast's
+    columns count UTF-8 bytes), or when the result would not compile. Raises
+    ``SyntaxError`` only if ``source`` itself does not parse."""
     encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
     if encoding != "utf-8":  # "utf-8-sig" (a BOM) or a declared coding: columns would not be byte offsets
         return source
-    tree = ast.parse(source, filename)
-    nodes = docstring_nodes(tree)
-    if not nodes:
+    found = _docstrings(ast.parse(source, filename))
+    if not found:
         return source
-    # A placeholder where the body would be empty, or where the next statement is itself a string (it would
-    # become the docstring); a class keeps a one-space docstring: dataclasses writes a signature into an empty
-    # __doc__ (inspect.signature at import, and the text back in the snapshot: an adversarial finding).
-    follows = {}
-    for node in ast.walk(tree):
-        if isinstance(node, _SCOPES) and node.body and id(node.body[0]) in {id(n) for n in nodes}:
-            nxt = node.body[1] if len(node.body) > 1 else None
-            follows[id(node.body[0])] = (node, nxt)
     lines = source.splitlines(keepends=True)
     # ast's col_offset counts UTF-8 bytes: the lines stay bytes. From the last, so earlier spans keep their place.
-    for node in sorted(nodes, key=lambda n: (n.lineno, n.col_offset), reverse=True):
-        scope, nxt = follows[id(node)]
-        first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
-        before = lines[first][:node.col_offset]
-        after = lines[last][node.end_col_offset:]
-        body = after.rstrip(b"\r\n")
-        eol = after[len(body):] or (b"\n" if last + 1 < len(lines) else b"")
+    for doc, scope, nxt in sorted(found, key=lambda f: (f[0].lineno, f[0].col_offset), reverse=True):
+        first, last = doc.lineno - 1, (doc.end_lineno or doc.lineno) - 1
+        before = lines[first][:doc.col_offset]
+        after = lines[last][doc.end_col_offset:]
+        rest = after.rstrip(b"\r\n")  # "; x = 1" after the docstring stays, on the statement's first line
+        # A class keeps a one-space docstring: dataclasses writes a signature into an empty __doc__ (inspect.signature
+        # at import, and the text back in the snapshot: an adversarial finding). Elsewhere a placeholder where the
+        # body would be empty, text follows on the line, or the next statement is itself a string (it would become
+        # the docstring).
         if isinstance(scope, ast.ClassDef):
             keep = b'" "'
-        elif nxt is None or body.strip() or (isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
-                                            and isinstance(nxt.value.value, str)):
+        elif nxt is None or rest.strip() or _is_string(nxt):
             keep = b"0"
         else:
             keep = b""
-        # whatever followed the docstring on its last line ("; x = 1") stays on the statement's first line
-        lines[first:last + 1] = [before + keep + body + b"\n" * (last - first) + eol]
+        lines[first:last + 1] = [before + keep + rest + b"\n" * (last - first) + after[len(rest):]]
     out = b"".join(lines)
     try:
         compile(out, filename, "exec", dont_inherit=True)

@@ -34,8 +34,8 @@ importlib.invalidate_caches()
 // render one plan, so what every recipe reuses is already made when a page
 // restores the snapshot (the vLLM flag look-ups, the schema's field types,
 // Jinja2's first renders), then drop the warm-up recipe's context. Measured
-// in Chromium, a P/D deep link's first plan after the restore: 347 → 243 ms
-// (medians of 4, same run), for +35 kB gzip of snapshot. Composing its
+// in Chromium, a P/D deep link's first plan after the restore: 395 → 219 ms
+// (medians of 8, two builds alternating), for +25 kB gzip of snapshot. Composing its
 // controls too, or more plans, left 0.09–0.74 MB more: the objects they free
 // stay as garbage in Python's own allocator pools, which zeroFreeMemory
 // (snapshot.mjs) cannot reach.
