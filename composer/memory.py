@@ -228,6 +228,10 @@ class Lever:
 
 GEOMETRY_UNKNOWN = "the model's attention geometry is unknown"
 LENGTH_UNKNOWN = "the model's context length is unknown (no config.json max_position_embeddings, no recipe context_length)"
+OMNI_STAGES = ("vLLM-Omni runs the model as stages, each its own engine with the share of GPU memory its deploy "
+               "config gives (gpu_memory_utilization per stage, vllm_omni/deploy/*.yaml in vLLM-Omni 0.30.0), and a "
+               "diffusion stage holds no token KV cache: one engine's KV-cache figures would not be what it logs, so "
+               "none are given")
 NO_AUTO_FIT = ("--max-model-len auto finds no length that fits, and vLLM stops: \"Cannot auto-fit max_model_len: "
                "not enough GPU memory available\" (v1/core/kv_cache_planning.py:1380-1384)")
 
@@ -377,7 +381,7 @@ class Capacity:
         text = (f"{size} on {where}: {gpus}{per}; {pct} % of the {self.hbm_gb:g} GB the taxonomy lists (the vendors' "
                 f"figures, which the node-count rule compares)")
         if self.kv_gib is None:
-            return text + "."
+            return text + (f"; {self.no_tokens_reason}." if self.no_tokens_reason else ".")
         if not self.weights_fit:
             return text + ": the weights do not fit."
         subtract = ", ".join(f"{t.gib:.2f} {t.name}" for t in self.terms)
@@ -940,9 +944,12 @@ def _capacity(ctx: RecipeContext, lay: Layout, hw_id: str, variant_id: str, task
     if weights is None:
         return Capacity(None, gpus, hbm, flags.util, usable, torch_gib=total, requested_gib=requested, world_size=world,
                         max_model_len=mml, max_model_len_explicit=explicit)
-    facts = model_facts(ctx, variant_id)
     raw_gb, raw_from = raw_weights_gb(ctx, variant_id, task, hw_id)
     assert raw_gb is not None
+    if ctx.is_omni:  # the weights' fit only: vLLM-Omni's stages are engines of their own (OMNI_STAGES)
+        return Capacity(weights, gpus, hbm, flags.util, usable, round(raw_gb, 1), torch_gib=total,
+                        requested_gib=requested, world_size=world, no_tokens_reason=OMNI_STAGES)
+    facts = model_facts(ctx, variant_id)
     notes: list[str] = [f"torch sees {total:g} GiB per {hw.display_name} GPU ({torch_memory(hw_id, hw)[1]})",
                         f"weights: {raw_from}"]
     w_gib, w_note = weights_per_gpu(ctx, lay, raw_gb, facts, _params_b(ctx, variant_id))

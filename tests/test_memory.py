@@ -638,3 +638,24 @@ def test_a_context_longer_than_max_model_len_gets_no_concurrency_figure(catalog)
     assert (f"the {cap['context']:,}-token requests asked for are longer than --max-model-len "
             f"{cap['max_model_len']:,}: vLLM refuses them") in cap["message"]
     assert f"x for {cap['context']:,}-token requests" not in cap["message"]
+
+
+@pytest.mark.parametrize("rid", ["Wan-AI/Wan2.2-T2V-A14B-Diffusers", "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice"])
+def test_vllm_omni_pipelines_get_the_weights_fit_but_no_single_engine_kv_figures(rid):
+    """vLLM-Omni runs a model as stages, each an engine with its own
+    gpu_memory_utilization (vllm_omni/deploy/*.yaml), and diffusion stages hold
+    no token KV cache: one engine's accounting at the command's utilization is
+    not what it logs (a diffusion model had shown 'sampler run over 1,024
+    sequences × 152,064 vocabulary … leaves 106.25 GiB for the KV cache').
+    Qwen3-TTS has model facts (its talker), which must not bring the figures
+    back."""
+    public = load_catalog(CORPUS)
+    ctx = make_context(rid, load_recipe(CORPUS, rid), public)
+    assert ctx.is_omni
+    cap = compose(ctx, "")["capacity"][0]
+    assert cap["weights_gb"] and cap["fits"] is True
+    assert cap["kv_tokens"] is None and cap["kv_gib"] is None and cap["terms"] == [] and cap["log"] == []
+    assert "vLLM-Omni runs the model as stages" in cap["message"] and "sampler" not in cap["message"]
+    # an LLM of the same corpus keeps its figures
+    llm = make_context("Qwen/Qwen3-8B", load_recipe(CORPUS, "Qwen/Qwen3-8B"), public)
+    assert compose(llm, "")["capacity"][0]["kv_tokens"]
