@@ -395,7 +395,7 @@ class Capacity:
                          f"{self.auto_fit_from:,} tokens" if self.max_model_len < self.auto_fit_from else
                          f"; --max-model-len auto: the model's {self.auto_fit_from:,} tokens fit")
             # Per DP rank or replica, as each logs it, said before the figures (a fresh user read the first
-            # figure and the levers as the deployment's): the totals follow.
+            # figure and the levers as the deployment's): the totals are a line of their own (total_text).
             text += (f": {self.log_scope[:1].upper() + self.log_scope[1:] + ', ' if self.log_scope else ''}GPU KV cache size "
                      f"{self.kv_tokens:,} tokens, maximum concurrency for {self.max_model_len:,} tokens per request "
                      f"{self.concurrency:.2f}x")
@@ -403,24 +403,11 @@ class Capacity:
             # "8,192 tokens per request 337.14x (84.29x for 32,768-token requests)").
             longer = bool(self.context and self.context > self.max_model_len)  # no context_concurrency then (_capacity)
             context = self.context_concurrency is not None and self.context != self.max_model_len
-            copies = self.dp_ranks if self.dp_ranks > 1 else self.replicas
             if context:
                 text += f" ({self.context_concurrency:.2f}x for {self.context:,}-token requests)"
             elif longer:
                 text += (f" (the {self.context:,}-token requests asked for are longer than --max-model-len "
                          f"{self.max_model_len:,}: vLLM refuses them)")
-            # The totals multiply the figure shown per rank or replica (as vLLM logs it, 2 decimals): "6.00x each,
-            # 12.01x in all" read as an error (an adversarial finding). Both lengths get their total: a fresh user
-            # read "74.00x for 32,768" (one rank) beside "73.92x … in all" (the whole, at 1,048,576) as one figure.
-            if copies > 1:
-                who = (f"the {self.dp_ranks} DP ranks" if self.dp_ranks > 1 else
-                       f"the {self.replicas} replicas (one per node)")  # a fresh user read one rank's figure as the deployment's
-                text += (f"; {who} each hold their own: {self.kv_tokens * copies:,} tokens in all, "
-                         f"{round(self.concurrency, 2) * copies:,.2f}x of {self.max_model_len:,}-token requests")
-                if context:
-                    text += f", {round(self.context_concurrency or 0, 2) * copies:,.2f}x of {self.context:,}-token requests"
-                if self.dp_ranks <= 1:  # a fresh user did not see that TP+DP's lever is more nodes, i.e. replicas
-                    text += ", and each node more adds a replica"
         else:
             text += f" (tokens not estimated: {self.no_tokens_reason or GEOMETRY_UNKNOWN})"
         text += "."
@@ -432,6 +419,31 @@ class Capacity:
                 f"{lv.change} gives {lv.kv_tokens:,} tokens{each} ({lv.concurrency:.2f}x{lv.why})" if lv.kv_tokens is not None and lv.concurrency is not None
                 else f"{lv.change}: not estimated" for lv in self.levers) + "."
         return text
+
+    def total_text(self, scope: str) -> str:
+        """The whole deployment's (``scope`` "deployment") or pool's KV cache
+        when several engines each log their own (DP ranks, TP+DP replicas), as
+        a line of its own: "Whole decode pool: 77,594,624 tokens in all (the 16
+        DP ranks each hold their own), 73.92x of 1,048,576-token requests,
+        1,184.00x of 32,768-token requests." Empty with one engine or no
+        figures. A fresh user found the total mid-paragraph, a few words from
+        the per-rank figure for the other length (88.33x vs 88.32x)."""
+        copies = self.dp_ranks if self.dp_ranks > 1 else self.replicas
+        if copies <= 1 or self.kv_tokens is None or self.concurrency is None or not self.max_model_len:
+            return ""
+        # The totals multiply the figure shown per rank or replica (as vLLM logs it, 2 decimals): "6.00x each,
+        # 12.01x in all" read as an error (an adversarial finding). Both lengths get their total: a fresh user
+        # read "74.00x for 32,768" (one rank) beside "73.92x … in all" (the whole, at 1,048,576) as one figure.
+        who = (f"the {self.dp_ranks} DP ranks" if self.dp_ranks > 1 else
+               f"the {self.replicas} replicas, one per node,")  # a fresh user read one rank's figure as the deployment's
+        text = (f"Whole {'deployment' if scope == 'deployment' else scope + ' pool'}: "
+                f"{self.kv_tokens * copies:,} tokens in all ({who} each hold their own), "
+                f"{round(self.concurrency, 2) * copies:,.2f}x of {self.max_model_len:,}-token requests")
+        if self.context_concurrency is not None and self.context != self.max_model_len:
+            text += f", {round(self.context_concurrency, 2) * copies:,.2f}x of {self.context:,}-token requests"
+        if self.dp_ranks <= 1:  # a fresh user did not see that TP+DP's lever is more nodes, i.e. replicas
+            text += "; each node more adds a replica"
+        return text + "."
 
     def check(self, scope: str, where: str, host_gib_per_node: float | None = None):
         """The plan's ``CapacityCheck`` of this capacity for ``scope`` on ``where``."""
@@ -447,7 +459,7 @@ class Capacity:
             max_concurrency=_r(self.concurrency), context=self.context, context_concurrency=_r(self.context_concurrency),
             log=self.log_lines(), levers=tuple(CapacityLever(lv.change, lv.kv_tokens, _r(lv.concurrency)) for lv in self.levers),
             assumptions=self.assumptions, host_kv_gib_per_node=host_gib_per_node,
-            kv_tokens_per_dp_rank=bool(self.token_scope), log_scope=self.log_scope)
+            kv_tokens_per_dp_rank=bool(self.token_scope), log_scope=self.log_scope, total=self.total_text(scope))
 
 
 def format_gib(gib: float | None) -> str:

@@ -149,6 +149,10 @@ class CapacityCheck:
     log_scope: str = ""
     """Whose figures ``log``, ``kv_tokens``, the concurrencies and ``levers``
     are: "per DP rank", "per replica" or "" (one engine)."""
+    total: str = ""
+    """With several engines (``log_scope`` set): the whole deployment's or
+    pool's KV cache in one sentence ("Whole decode pool: … tokens in all …"),
+    which ``message`` does not repeat; else empty."""
 
 
 @dataclass(frozen=True)

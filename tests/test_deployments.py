@@ -459,7 +459,8 @@ def test_tp_dp_capacity_counts_every_replica_and_names_the_lever(plan, nodes):
     p = plan(f"hardware=b300&strategy=multi_node_tp_dp&nodes={nodes}")
     (cap,) = p["capacity"]
     assert p["selection"]["nodes"] == nodes and cap["kv_tokens"]
-    assert f"the {nodes} replicas (one per node) each hold their own: {cap['kv_tokens'] * nodes:,} tokens" in cap["message"]
-    assert "each node more adds a replica" in cap["message"]
+    assert cap["total"].startswith(f"Whole deployment: {cap['kv_tokens'] * nodes:,} tokens in all (the {nodes} "
+                                   "replicas, one per node, each hold their own)")
+    assert "each node more adds a replica" in cap["total"] and "replicas" not in cap["message"]
     single = plan("hardware=b300&strategy=single_node_tp")
-    assert "replicas" not in single["capacity"][0]["message"]
+    assert "replicas" not in single["capacity"][0]["message"] and single["capacity"][0]["total"] == ""

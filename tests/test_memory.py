@@ -569,11 +569,12 @@ def test_a_total_over_ranks_or_replicas_is_the_shown_figure_times_their_count():
     seen = 0
     for q in shape_queries(ctx):
         for c in compose(ctx, q, every_form=False)["capacity"]:
-            m = re.search(r"per request (\d+\.\d\d)x.*?; the (\d+) (?:DP ranks|replicas)[^:]*: [\d,]+ tokens in all, "
-                          r"([\d,]+\.\d\d)x of", c["message"])
-            if m:
+            m = re.search(r"per request (\d+\.\d\d)x", c["message"])
+            t = re.search(r"^Whole [a-z ]+: [\d,]+ tokens in all \(the (\d+) (?:DP ranks|replicas)[^)]*\), "
+                          r"([\d,]+\.\d\d)x of", c["total"])
+            if m and t:
                 seen += 1
-                each, n, total = float(m.group(1)), int(m.group(2)), float(m.group(3).replace(",", ""))
+                each, n, total = float(m.group(1)), int(t.group(1)), float(t.group(2).replace(",", ""))
                 assert f"{each * n:.2f}" == f"{total:.2f}", (q, c["message"])
     assert seen > 5
 
@@ -612,9 +613,12 @@ def test_dp_totals_name_both_lengths_and_the_per_rank_figure(ctx_of):
             f"request {cap['max_concurrency']:.2f}x ({cap['context_concurrency']:.2f}x for {ctx_len:,}-token requests)") in msg
     for lever in cap["levers"]:  # the levers are the rank's figures too
         assert f"{lever['change']} gives {lever['kv_tokens']:,} tokens per DP rank (" in msg
-    assert (f"the {ranks} DP ranks each hold their own: {cap['kv_tokens'] * ranks:,} tokens in all, "
-            f"{round(cap['max_concurrency'], 2) * ranks:,.2f}x of {mml:,}-token requests, "
-            f"{round(cap['context_concurrency'], 2) * ranks:,.2f}x of {ctx_len:,}-token requests") in msg
+    # the whole deployment is a line of its own (a fresh user found it mid-paragraph, a few words from the
+    # per-rank figure for the other length): the message does not repeat it
+    assert cap["total"] == (f"Whole deployment: {cap['kv_tokens'] * ranks:,} tokens in all (the {ranks} DP ranks each "
+                            f"hold their own), {round(cap['max_concurrency'], 2) * ranks:,.2f}x of {mml:,}-token requests, "
+                            f"{round(cap['context_concurrency'], 2) * ranks:,.2f}x of {ctx_len:,}-token requests.")
+    assert "in all" not in msg
 
 
 @pytest.mark.parametrize("rid, query, fewer", [

@@ -217,6 +217,12 @@ def test_the_capacity_line_leads_with_what_vllm_would_log():
             log = item.index('<pre class="vllm-log"')
             assert log < item.index(str(escape(cap["message"]))[:40]) and "GPU KV cache size" in item[log:]
             assert ('class="cap-where"' in item[:log]) == (pools > 1)
+            # several engines (the decode pool's DP ranks): the whole pool's total is a line of its own between
+            # the log and the account (a fresh user found it mid-paragraph, beside the per-rank figure)
+            total = f'<div class="cap-total">{escape(cap["total"])}</div>'
+            assert (total in item) == bool(cap["total"]) and (cap["scope"] == "decode") == bool(cap["total"])
+            if cap["total"]:
+                assert log < item.index(total) < item.index(str(escape(cap["message"]))[:40])
 
 
 # ------------------------------------------------------------------ build

@@ -43,6 +43,8 @@ def render_text(plan: dict, explain: bool = False) -> str:
         out.append(f"# [{n['level']}] {comment(n['message'])}")
     for c in plan["capacity"]:
         out.append(f"# capacity: {comment(c['message'])}")
+        if c.get("total"):
+            out.append(f"# capacity: {comment(c['total'])}")
     cmds = plan["commands"] or plan["blocked_commands"]
     if not plan["commands"]:
         out.append("# The plan has errors; the commands below are NOT expected to work.")
