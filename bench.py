@@ -177,11 +177,16 @@ def deep_link_times(browser, base: str, runs: int, fallback: bool) -> tuple[list
     return cold, warm, ",".join(sorted(modes))
 
 
-def click_times(browser, base: str, clicks: int, think: float = 0.0) -> tuple[list[float], list[float]]:
+def click_times(browser, base: str, clicks: int, think: float = 0.0,
+                parts: dict | None = None) -> tuple[list[float], list[float]]:
     """Milliseconds from a click to its plan on screen, and to its controls on
     screen (they follow the plan), measured in the page; ``think`` seconds
     pass between a page's controls appearing and the next click (a person
-    reading the page; the worker composes likely next plans meanwhile)."""
+    reading the page; the worker composes likely next plans meanwhile).
+    ``parts``, when given, receives per click where the time went (the page's
+    data-queued-ms, -compose-ms, -transit-ms, -swap-ms: waiting for the
+    worker, composing and rendering, the reply's way back, parsing and
+    swapping in) as lists under those names."""
     page = browser.new_page()
     page.goto(base + "moonshotai/Kimi-K3/")
     page.wait_for_function(READY, timeout=120_000)
@@ -201,6 +206,10 @@ def click_times(browser, base: str, clicks: int, think: float = 0.0) -> tuple[li
             print(f"browser: click on {name}={value} showed no plan within 10 s")
             continue
         got = page.evaluate("(() => { const a = document.getElementById('app'); const v = a.dataset.clickMs; delete a.dataset.clickMs; return v; })()")
+        if parts is not None and got:
+            d = page.evaluate("(() => { const a = document.getElementById('app').dataset; return [a.queuedMs, a.composeMs, a.transitMs, a.swapMs]; })()")
+            for name, v in zip(("queued", "compose", "transit", "swap"), d):
+                parts.setdefault(name, []).append(float(v or 0))
         # The controls arrive after the plan: choose the next click from them.
         page.wait_for_function("() => document.getElementById('app').dataset.busy === 'false'", polling=5, timeout=10_000)
         ctl = page.evaluate("(() => { const a = document.getElementById('app'); const v = a.dataset.controlsMs; delete a.dataset.controlsMs; return v; })()")
@@ -394,8 +403,10 @@ def browser_figures(site: Path, runs: int, extended: bool = True) -> None:
         times, n, gz, rt = link_first_visit(b, base, PRERENDERED_LINK, served, runs)
         report("deep link rendered ahead, first visit: transferred", gz / 1e6, 10, "MB gzip", f"{n} requests, {rt} runtime")
         report("deep link rendered ahead: right command (median)", med(times), 1.5, "s")
-        clicks, controls = click_times(b, base, 60, 0.0)
-        report("60 random clicks back to back: click → plan p95", pct(clicks, .95), 50, "ms", f"p50 {pct(clicks, .5):.0f} ms")
+        parts: dict = {}
+        clicks, controls = click_times(b, base, 60, 0.0, parts)
+        report("60 random clicks back to back: click → plan p95", pct(clicks, .95), 50, "ms", f"p50 {pct(clicks, .5):.0f} ms; "
+               "p95 of its parts: " + ", ".join(f"{k} {pct(v, .95):.0f}" for k, v in parts.items()) + " ms")
         report("60 random clicks back to back: click → controls settled p95", pct(controls, .95), 120, "ms",
                f"p50 {pct(controls, .5):.0f} ms")
         first = first_interaction(b, base, runs)

@@ -266,6 +266,7 @@
     if (phNew && (phClosed || (phBox === null && phStartsClosed()))) phNew.open = false;
     applyPlaceholders();
     fullPageLink();
+    fillExplains();  // an Explain left open shows the new plan's table
     if (refocus) {
       const el = document.querySelector(refocus);
       if (el) el.focus();
@@ -650,10 +651,19 @@
       if (msg.type === "progress") setStatus("loading", msg.text);
       else if (msg.type === "ready") ready(msg, why);
       else if (msg.type === "plan") {
+        // Where a click's time goes, read by `make bench`: waiting in the worker (behind a look-ahead plan),
+        // composing, coming back (postMessage and this thread's queue), parsing and swapping in.
+        const arrived = performance.timeOrigin + performance.now();
         app.dataset.composeMs = String(msg.ms);
+        app.dataset.queuedMs = String(msg.queued);
+        app.dataset.transitMs = (arrived - msg.postedAt).toFixed(1);
+        const t = performance.now();
         received(msg.id, JSON.parse(msg.view));
+        app.dataset.swapMs = (performance.now() - t).toFixed(1);
       } else if (msg.type === "controls") {
         receivedControls(msg.id, JSON.parse(msg.view));
+      } else if (msg.type === "explain" || (msg.type === "tool-error" && msg.tool === "explain")) {
+        explainReply(msg);
       } else if (msg.type === "import" || msg.type === "compare" || msg.type === "tool-error") {
         toolReply(msg);
       } else if (msg.type === "error") {
@@ -698,7 +708,8 @@
   }
 
   function ready(msg, why) {
-    viewFn = (id, query) => worker.postMessage({type: "view", id, query});
+    // sentAt: when the request left (the worker says how long it waited behind a look-ahead plan)
+    viewFn = (id, query) => worker.postMessage({type: "view", id, query, sentAt: performance.timeOrigin + performance.now()});
     app.dataset.loadMs = String(msg.ms);
     app.dataset.bootMode = msg.mode;
     app.dataset.timings = JSON.stringify(msg.timings || {});
@@ -706,6 +717,7 @@
     const next = pending || {query: planQuery(location.search), push: false};
     pending = null;
     if (pendingImport) { pendingImport = false; runImport(); }
+    fillExplains();  // opened while the composer was loading
     if (next.query === shownQuery && !next.push && planQuery(location.search) === shownQuery) {
       if (view.compare) refreshCompare();
       if (shownQuery === "" && rememberedLink) {  // a bare address, the GPU chosen last not shown yet (startup below)
@@ -715,7 +727,11 @@
       // The pre-rendered default (or a view rendered ahead) is this URL's plan:
       // only the look-ahead of the next clicks is to do.
       app.dataset.ready = "true";
-      worker.postMessage({type: "prime", id: seq, query: shownQuery});
+      // The options' queries as the controls on screen carry them: the worker need not compose the
+      // controls again to know them (200–280 ms on a fresh runtime, which a first click waited behind).
+      const next = [...document.querySelectorAll("#controls input[data-query]")]
+        .filter((i) => !i.disabled && !i.checked).map((i) => i.dataset.query);
+      worker.postMessage({type: "prime", id: seq, query: shownQuery, next});
       return;
     }
     apply(next.query, next.push);  // data-ready is set once its plan is shown
@@ -798,6 +814,43 @@
       app.dataset.compareReady = "true";
     }
   }
+  // ----- Explain tables left out of the plan's HTML ----------------------
+  // The plan's HTML carries the first command's Explain table only (issue 22:
+  // on a 15-node plan the tables were 80 % of it); another panel's table is
+  // rendered by the worker with the same macros when it is opened
+  // (composer.render.explain_json), for the plan on screen.
+  function fillExplains() {
+    const query = plan.query || "";
+    for (const d of document.querySelectorAll("#commands details.explain[data-lazy][open]")) {
+      if (d.querySelector("table") || d.dataset.asked === query) continue;
+      if (!viewFn) {  // a pre-rendered page: opening it is an interaction
+        bootRuntime("interaction");
+        continue;
+      }
+      d.dataset.asked = query;
+      worker.postMessage({type: "explain", id: ++toolSeq, query, index: Number(d.dataset.lazy)});
+    }
+  }
+  function explainReply(msg) {
+    if (msg.type === "tool-error") {
+      const last = String(msg.error).trim().split("\n").pop();
+      for (const w of document.querySelectorAll("#commands details.explain[data-asked] .explain-wait")) {
+        w.textContent = "The table could not be composed (" + last + ").";
+      }
+      return;
+    }
+    const data = JSON.parse(msg.view);
+    if (data.query !== (plan.query || "")) return;  // an earlier plan's: the one on screen asks its own
+    const d = document.querySelector(`#commands details.explain[data-lazy="${Number(data.index)}"]`);
+    if (!d || d.querySelector("table")) return;
+    const wait = d.querySelector(".explain-wait");
+    if (wait) wait.remove();
+    d.insertAdjacentHTML("beforeend", data.fragments.explain);
+  }
+  document.getElementById("commands").addEventListener("toggle", (ev) => {
+    if (ev.target.matches && ev.target.matches("details.explain[data-lazy]")) fillExplains();
+  }, true);
+
   function setCompare(query) {
     if (query) view.compare = query;
     else delete view.compare;

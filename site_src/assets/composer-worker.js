@@ -7,12 +7,15 @@
 // pythonURL, recipeURL, catalogURL, files} (wasmURL, wasmPatchURL: the snapshot
 // path's module without its data segments and the patch that rebuilds them,
 // boot-python.mjs dataRebuilder; files: absolute URL → SHA-256 of every file
-// the worker may fetch), then {type:"view", id, query} per choice, or {type:"prime", id,
-// query} for a page already showing query's plan (only the look-ahead runs).
+// the worker may fetch), then {type:"view", id, query, sentAt} per choice, or {type:"prime", id,
+// query, next} for a page already showing query's plan (only the look-ahead runs, over
+// `next`: the queries of the options on screen).
 // The worker replies {type:"progress", text} while booting, then {type:"ready",
 // mode, ms, timings} or {type:"failed", stage:"snapshot"|"runtime"|"integrity",
 // error} (integrity: a file does not match its hash); per view
-// request, in two parts, {type:"plan", id, view, ms} (view: JSON {plan,
+// request, in two parts, {type:"plan", id, view, ms, queued, postedAt} (queued: ms the
+// request waited for the worker; postedAt: when the reply left, on the shared
+// timeOrigin + now clock, as sentAt; view: JSON {plan,
 // fragments} without the controls, composer.render.plan_json) and then
 // {type:"controls", id, view, ms} (JSON {fragments:{controls}, next},
 // controls_json), or {type:"error", id, error}. A request overtaken by a
@@ -218,7 +221,9 @@ async function boot(msg) {
   planJson = (query) => planFn(recipeText, catalogText, query);
   controlsJson = (query) => controlsFn(recipeText, catalogText, query);
   toolFns = {importJson: (text, hint) => render.import_json(recipeText, catalogText, text, hint || null),
-             compareJson: (a, b) => render.compare_json(recipeText, catalogText, a, b)};
+             compareJson: (a, b) => render.compare_json(recipeText, catalogText, a, b),
+             explainJson: (query, index) => render.explain_json(recipeText, catalogText, query, index)};
+  render.warm(recipeText, catalogText);  // the recipe's context, which every request needs, before the first one
   const ms = Math.round(performance.now() - t0);
   self.postMessage({type: "ready", mode: msg.mode, ms, timings: {runtime: Math.round(tRuntime), ready: ms}});
 }
@@ -226,12 +231,15 @@ async function boot(msg) {
 // Import and compare (the page's tools): {type:"import", id, text, hint} →
 // {type:"import", id, view} (composer.render.import_json: the pasted text is
 // only an argument, it never leaves the page); {type:"compare", id, a, b} →
-// {type:"compare", id, view} (compare_json); {type:"tool-error", id, tool, error}.
+// {type:"compare", id, view} (compare_json); {type:"explain", id, query, index} →
+// {type:"explain", id, view} (explain_json: a panel's Explain table, rendered when
+// it is opened); {type:"tool-error", id, tool, error}.
 let toolFns = null;
 async function tool(msg) {
   try { await ready; } catch (err) { return; }
   try {
-    const view = msg.type === "import" ? toolFns.importJson(msg.text, msg.hint) : toolFns.compareJson(msg.a, msg.b);
+    const view = msg.type === "import" ? toolFns.importJson(msg.text, msg.hint)
+      : msg.type === "explain" ? toolFns.explainJson(msg.query, msg.index) : toolFns.compareJson(msg.a, msg.b);
     self.postMessage({type: msg.type, id: msg.id, view});
   } catch (err) {
     self.postMessage({type: "tool-error", id: msg.id, tool: msg.type, error: String((err && err.message) || err)});
@@ -240,7 +248,7 @@ async function tool(msg) {
 
 self.onmessage = async (ev) => {
   const msg = ev.data;
-  if (msg.type === "import" || msg.type === "compare") return tool(msg);
+  if (msg.type === "import" || msg.type === "compare" || msg.type === "explain") return tool(msg);
   if (msg.type === "init") {
     lookahead = msg.lookahead !== false;
     ready = boot(msg).catch((err) => {
@@ -257,11 +265,12 @@ self.onmessage = async (ev) => {
     try { await ready; } catch (err) { return; }
     if (msg.id !== latest) return;
     try {
-      composeAhead(msg.id, JSON.parse(controlsJson(msg.query)).next || []);
+      composeAhead(msg.id, msg.next || JSON.parse(controlsJson(msg.query)).next || []);
     } catch (err) { /* a look-ahead that fails changes nothing on screen */ }
     return;
   }
   if (msg.type === "view") {
+    const queued = Math.round(performance.timeOrigin + performance.now() - (msg.sentAt || 0));
     latest = msg.id;
     try { await ready; } catch (err) { return; }
     if (msg.id !== latest) return;  // a newer choice came in meanwhile
@@ -270,7 +279,8 @@ self.onmessage = async (ev) => {
       // more: every option's effect is resolved.
       let t = performance.now();
       const plan = ahead.get(msg.query) || planJson(msg.query);
-      self.postMessage({type: "plan", id: msg.id, view: plan, ms: Math.round(performance.now() - t)});
+      self.postMessage({type: "plan", id: msg.id, view: plan, ms: Math.round(performance.now() - t), queued,
+                        postedAt: performance.timeOrigin + performance.now()});
       await new Promise((resolve) => setTimeout(resolve, 0));  // let a newer request in
       if (msg.id !== latest) return;
       t = performance.now();

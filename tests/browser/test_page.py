@@ -227,6 +227,48 @@ def test_pd_pools_kv_offload_and_explain(page, server):
     assert "features" in row.inner_text() and "spec_decoding" in row.inner_text()
 
 
+def test_a_panels_explain_is_rendered_when_opened_and_follows_the_plan(page, server):
+    """Issue 22: the plan's HTML carries the first command's Explain table
+    only (the tables were 80 % of a 15-node plan's HTML); another panel's is
+    rendered by the worker, with the same macros, when it is opened, and an
+    open one shows the next plan's table after a click."""
+    from composer.api import make_context
+    from composer.buildtime.loader import load_catalog, load_recipe
+    from composer.render import PageRenderer, environment
+    from jinja2 import FileSystemLoader
+
+    page.goto(server + K3 + "?hardware=gb200&strategy=pd_cluster")
+    wait_ready(page)
+    n = page.locator("#commands details.explain").count()  # every vLLM command's (the router has none)
+    assert n > 2 and page.locator("#commands details.explain table").count() == 1
+    assert page.locator("#panel-0 details.explain table").count() == 1
+    assert page.locator("#commands details.explain[data-lazy]").count() == n - 1
+    page.locator('#tab-2').click()
+    page.locator("#panel-2 details.explain summary").click()
+    page.wait_for_selector("#panel-2 details.explain table")
+    # the table the page shows is the macro's for that command of the CLI's plan
+    state = json.loads(subprocess.run([sys.executable, "-m", "composer", "moonshotai/Kimi-K3", "--query",
+                                       page.get_attribute("#app", "data-query"), "--json"],
+                                      capture_output=True, text=True, check=True, cwd=ROOT).stdout)
+    rows = page.eval_on_selector_all("#panel-2 details.explain tr[data-flag]", "rs => rs.map(r => r.dataset.flag)")
+    assert rows == [f["flag"] for f in state["commands"][2]["provenance"]]
+    renderer = PageRenderer(environment(FileSystemLoader(ROOT / "site_src")))
+    ctx = make_context("moonshotai/Kimi-K3", load_recipe(ROOT / "recipes", "moonshotai/Kimi-K3"),
+                       load_catalog(ROOT / "recipes"))
+    from composer.api import compose
+    want = renderer.macro("explain_body", compose(ctx, state["query"])["commands"][2])
+    got = page.evaluate("() => document.querySelector('#panel-2 details.explain .table-wrap').outerHTML")
+    # the browser's serialisation of the macro's HTML (entities as the DOM writes them)
+    want = page.evaluate("(html) => { const t = document.createElement('template'); t.innerHTML = html;"
+                         " return t.content.querySelector('.table-wrap').outerHTML; }", want)
+    assert got == want
+    # open across a click: the new plan's table, with the flag the click added
+    click(page, "features", "spec_decoding")
+    page.wait_for_function("() => location.search.includes('spec_decoding')")
+    page.wait_for_selector('#panel-2 details.explain[open] tr[data-flag="--speculative-config"]')
+    assert page.locator("#panel-2 details.explain table").count() == 1
+
+
 def _ahead_click(page, server) -> int:
     """The worker's compose time of a click on H200 after the K3 page has
     been idle long enough for a look-ahead to compose every option's plan."""
