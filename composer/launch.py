@@ -243,7 +243,7 @@ RULES: tuple[Rule, ...] = (
          "65-66, flashmla.py:73-74, flashattn_mla.py:69-70, flashmla_sparse.py:203-204, flashinfer_mla_sparse.py:"
          "105-106 and 192-193, flashinfer_mla_sparse_sm90.py:189-190, flashattn_mla_sparse.py:82-83, tokenspeed_mla.py:125-126",
          "Selected backend {backend} is not valid for this configuration. Reason: ['compute capability not supported']",
-         static="the other reasons vLLM validates (head size, dtype, KV-cache dtype, block size) are not checked"),
+         static="the GPU only: head size and KV-cache dtype are attention-backend-config's, the model dtype and block size are not checked"),
     Rule("attention-backend-config", "error", "command",
          "vllm/platforms/cuda.py:430-446 (a selected backend is validated, never replaced); vllm/v1/attention/"
          "backend.py:306-318 (validate_configuration: kv_cache_dtype, MLA / non-MLA); each backend's "
