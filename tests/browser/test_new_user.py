@@ -153,6 +153,11 @@ def test_an_advanced_knob_already_in_force_says_so_on_its_control(page, server):
         label = page.locator(f'#controls input[name="advanced"][value="{knob}"]').locator("xpath=..")
         assert not label.locator("input").is_checked()
         assert "already in force: the recipe's" in label.locator(".in-force-mark").inner_text()
+        # the flag never breaks inside its name, the mark is a line of its own under it (a fresh user saw
+        # "gpu-memory-" / "utilization 0.95" beside the mark at 1280 px)
+        flag, mark = label.locator(".opt-label").bounding_box(), label.locator(".in-force-mark").bounding_box()
+        font = page.evaluate("(e) => parseFloat(getComputedStyle(e).fontSize)", label.locator(".opt-label").element_handle())
+        assert flag["height"] < font * 2 and mark["y"] >= flag["y"] + flag["height"] - 1, (knob, flag, mark)
     chosen = page.locator('#controls input[name="advanced"][value="max_batched_8k"]').locator("xpath=..")
     assert chosen.locator(".in-force-mark").count() == 0
 
