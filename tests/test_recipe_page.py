@@ -193,6 +193,37 @@ def test_the_checkpoint_fragment_is_rendered_by_the_one_renderer(qwen):
     assert '"checkpoint"' in app_js  # the page swaps it in after every click
 
 
+def test_explain_json_renders_the_command_it_is_sent_and_nothing_else(monkeypatch):
+    """Issue 22: the page sends a command of the plan on screen and gets its
+    Explain table, the macro's, with nothing composed again; the index and
+    query are echoed only as an int and a string (an adversarial finding: 1.0
+    raised, True read as 1), and a value never reaches the HTML unescaped."""
+    import json
+
+    from jinja2 import FileSystemLoader
+
+    from composer import render
+    from composer.api import make_context
+    from composer.buildtime.loader import load_catalog, load_recipe
+
+    renderer = render.PageRenderer(render.environment(FileSystemLoader(ROOT / "site_src")))
+    monkeypatch.setattr(render, "_BROWSER", renderer)
+    rid = "moonshotai/Kimi-K3"
+    ctx = make_context(rid, load_recipe(ROOT / "recipes", rid), load_catalog(ROOT / "recipes"))
+    plan = compose_page(ctx, "hardware=gb200&strategy=pd_cluster")
+    cmd = plan["commands"][2]
+    got = json.loads(render.explain_json(json.dumps(cmd), 2, plan["query"]))
+    assert got == {"index": 2, "query": plan["query"], "fragments": {"explain": renderer.macro("explain_body", cmd)}}
+    assert got["fragments"]["explain"].count("<tr data-flag=") == len(cmd["provenance"])
+    for index in (1.0, True, "2", None):
+        assert json.loads(render.explain_json(json.dumps(cmd), index, 7))["index"] == -1
+    assert json.loads(render.explain_json("[1, 2]", 0, ""))["fragments"]["explain"] == ""
+    hostile = {"provenance": [{"flag": "<script>x</script>", "help": "", "value": "<img src=x>", "layer": "a", "key": "b",
+                               "replaced": [], "why": ""}], "env_provenance": []}
+    html = json.loads(render.explain_json(json.dumps(hostile), 0, ""))["fragments"]["explain"]
+    assert "<script>" not in html and "<img" not in html and "&lt;script&gt;" in html
+
+
 def test_the_capacity_line_leads_with_what_vllm_would_log():
     """A fresh user's finding: the tokens and the concurrency sat in the middle
     of a hundred-word paragraph. Each pool's item starts with the lines vLLM

@@ -745,6 +745,7 @@
       "The command shown is the recipe default; the command line gives every other choice: python -m composer " +
       app.dataset.recipe + " --query '…'.");
     swapBack();
+    explainsUnavailable();
     pending = null;
   }
 
@@ -818,25 +819,37 @@
   // The plan's HTML carries the first command's Explain table only (issue 22:
   // on a 15-node plan the tables were 80 % of it); another panel's table is
   // rendered by the worker with the same macros when it is opened
-  // (composer.render.explain_json), for the plan on screen.
+  // (composer.render.explain_json), from that command of the plan on screen,
+  // which the page sends: nothing is composed again.
+  const explainAsked = new Map();  // request id → panel index
   function fillExplains() {
     const query = plan.query || "";
+    const cmds = (plan.commands && plan.commands.length ? plan.commands : plan.blocked_commands) || [];
     for (const d of document.querySelectorAll("#commands details.explain[data-lazy][open]")) {
       if (d.querySelector("table") || d.dataset.asked === query) continue;
+      const index = Number(d.dataset.lazy);
+      if (!cmds[index]) continue;
       if (!viewFn) {  // a pre-rendered page: opening it is an interaction
+        const w = d.querySelector(".explain-wait");
+        if (w && !integrityBroken && statusEl.dataset.state !== "failed") {
+          w.textContent = "The table comes as soon as the composer has loaded in your browser…";
+        }
         bootRuntime("interaction");
         continue;
       }
       d.dataset.asked = query;
-      worker.postMessage({type: "explain", id: ++toolSeq, query, index: Number(d.dataset.lazy)});
+      const id = ++toolSeq;
+      explainAsked.set(id, index);
+      worker.postMessage({type: "explain", id, command: JSON.stringify(cmds[index]), index, query});
     }
   }
   function explainReply(msg) {
+    const index = explainAsked.get(msg.id);
+    explainAsked.delete(msg.id);
     if (msg.type === "tool-error") {
       const last = String(msg.error).trim().split("\n").pop();
-      for (const w of document.querySelectorAll("#commands details.explain[data-asked] .explain-wait")) {
-        w.textContent = "The table could not be composed (" + last + ").";
-      }
+      const w = document.querySelector(`#commands details.explain[data-lazy="${index}"] .explain-wait`);
+      if (w) w.textContent = "The table could not be composed (" + last + ").";
       return;
     }
     const data = JSON.parse(msg.view);
@@ -846,6 +859,14 @@
     const wait = d.querySelector(".explain-wait");
     if (wait) wait.remove();
     d.insertAdjacentHTML("beforeend", data.fragments.explain);
+  }
+  // Without the composer (it could not load), a table left out cannot come: say where to get it.
+  function explainsUnavailable() {
+    const rid = app.dataset.recipe || (plan.recipe && plan.recipe.id);
+    for (const w of document.querySelectorAll("#commands .explain-wait")) {
+      w.textContent = "This table needs the composer, which could not load here. The CLI prints every command's: " +
+        `python -m composer ${rid || "RECIPE_ID"} --query '${plan.query || ""}' --explain`;
+    }
   }
   document.getElementById("commands").addEventListener("toggle", (ev) => {
     if (ev.target.matches && ev.target.matches("details.explain[data-lazy]")) fillExplains();

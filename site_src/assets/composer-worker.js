@@ -222,7 +222,7 @@ async function boot(msg) {
   controlsJson = (query) => controlsFn(recipeText, catalogText, query);
   toolFns = {importJson: (text, hint) => render.import_json(recipeText, catalogText, text, hint || null),
              compareJson: (a, b) => render.compare_json(recipeText, catalogText, a, b),
-             explainJson: (query, index) => render.explain_json(recipeText, catalogText, query, index)};
+             explainJson: (command, index, query) => render.explain_json(command, index, query)};
   render.warm(recipeText, catalogText);  // the recipe's context, which every request needs, before the first one
   const ms = Math.round(performance.now() - t0);
   self.postMessage({type: "ready", mode: msg.mode, ms, timings: {runtime: Math.round(tRuntime), ready: ms}});
@@ -231,15 +231,16 @@ async function boot(msg) {
 // Import and compare (the page's tools): {type:"import", id, text, hint} →
 // {type:"import", id, view} (composer.render.import_json: the pasted text is
 // only an argument, it never leaves the page); {type:"compare", id, a, b} →
-// {type:"compare", id, view} (compare_json); {type:"explain", id, query, index} →
-// {type:"explain", id, view} (explain_json: a panel's Explain table, rendered when
-// it is opened); {type:"tool-error", id, tool, error}.
+// {type:"compare", id, view} (compare_json); {type:"explain", id, command, index, query}
+// → {type:"explain", id, view} (explain_json: the Explain table of a command of the
+// plan on screen, which the page sends as JSON, rendered when its panel's Explain
+// is opened); {type:"tool-error", id, tool, error}.
 let toolFns = null;
 async function tool(msg) {
   try { await ready; } catch (err) { return; }
   try {
     const view = msg.type === "import" ? toolFns.importJson(msg.text, msg.hint)
-      : msg.type === "explain" ? toolFns.explainJson(msg.query, msg.index) : toolFns.compareJson(msg.a, msg.b);
+      : msg.type === "explain" ? toolFns.explainJson(msg.command, msg.index, msg.query) : toolFns.compareJson(msg.a, msg.b);
     self.postMessage({type: msg.type, id: msg.id, view});
   } catch (err) {
     self.postMessage({type: "tool-error", id: msg.id, tool: msg.type, error: String((err && err.message) || err)});
