@@ -36,6 +36,7 @@ MODULE_BOUNDS: dict[str, int] = {
     "jinja-templates": 64,          # compiled Jinja2 templates of the renderer (site_src has < 20)
     "keypaths._joined": 4096,       # (key pattern parts, hole values) → key path text: the layers' paths
     "memory.group_layout": 1024,    # (full, sliding, linear) layer counts → vLLM's KV cache groups
+    "shell.quote": 8192,            # a word of a command → its shell quoting: flags and values repeat on every node
 }
 """Process-wide memos (``functools.lru_cache`` and the renderer's template
 cache) and their bounds; each ``RecipeContext`` also holds at most ``BOUNDS``

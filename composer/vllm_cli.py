@@ -65,6 +65,8 @@ def human_int(value: str) -> Optional[int]:
     25600 (decimals only with decimal suffixes), or a plain integer; None if
     it is neither."""
     value = value.strip()
+    if value.isdecimal():  # the common case, without the patterns (str.isdecimal is regex's \d+)
+        return int(value)
     m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", value)
     if m:
         number, suffix = m.groups()
