@@ -213,9 +213,36 @@ class RecipeContext:
         tasks = self.omni_tasks()
         return next((t for t in tasks if t.ident == task_id), tasks[0] if tasks else None)
 
+    @_memo
     def variant_label(self, variant_id: str) -> str:
-        v = self.variant(variant_id)
-        return v.label or (v.precision.upper() if v.precision else variant_id)
+        """The variant's name on the page and in summaries: its ``label``, else
+        its precision in capitals (``BF16``), else its id. Where several
+        unlabelled variants would get the same name, each leads with what
+        tells it apart, the first of these that is unique among them: its
+        checkpoint's name (the model id after its org: "Phi-4-mini-reasoning ·
+        BF16"), the head of its ``description`` (before " — ", up to 24
+        characters), its id. A fresh user found
+        five identical "BF16" buttons on a TTS recipe whose variants are
+        different checkpoints."""
+        def plain(vid: str) -> str:
+            o = self.variant(vid)
+            return o.label or (o.precision.upper() if o.precision else vid)
+
+        base = plain(variant_id)
+        twins = [o for o in self.recipe.variants if plain(o) == base and not self.variant(o).label]
+        if self.variant(variant_id).label or len(twins) < 2:
+            return base
+
+        def head(vid: str) -> str:
+            text = (self.variant(vid).description or "").split(" — ")[0].strip()
+            return text if len(text) <= 24 else ""
+
+        for name in (lambda vid: (self.variant(vid).model_id or self.recipe.model.model_id).split("/")[-1], head,
+                     lambda vid: vid):
+            mine = name(variant_id)
+            if mine and sum(name(o) == mine for o in twins) == 1:
+                return f"{mine} · {base}"
+        return f"{variant_id} · {base}"
 
     def weights_gb(self, variant_id: str, task: str | None = None, hw_id: str | None = None) -> float | None:
         """Weight memory in GB (``variants.<id>.vram_minimum_gb``; for an omni task,

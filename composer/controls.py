@@ -398,8 +398,8 @@ def _in_force(ctx: RecipeContext, composed: list, args) -> str | None:
 
 def _advanced_pairs(ctx: RecipeContext, sel: Selection, opts: dict[str, list[dict]]) -> None:
     """An Advanced knob disabled by an error whose fix names a flag another
-    knob sets says so when ticking both works ("With Advanced
-    max-num-batched-tokens 8192 too it works."): a fresh user was told to
+    knob sets says so when ticking both works ("Tick Advanced
+    max-num-batched-tokens 8192 first: with both, it works."): a fresh user was told to
     raise --max-num-batched-tokens beside a knob that does exactly that.
     Costs a plan only for such a pair."""
     items = opts.get("advanced", [])
@@ -417,7 +417,8 @@ def _advanced_pairs(ctx: RecipeContext, sel: Selection, opts: dict[str, list[dic
             both = parse_query(item["query"])
             both = both.with_values(advanced=[a for a in (both.get("advanced") or "").split(",") if a] + [other["id"]])
             if _error(ctx, both) is None:
-                item["reason"] += f" With Advanced {other['label']} too it works (tick both)."
+                # a fresh user read "(tick both)" on a box that cannot be ticked as a puzzle: the order is said
+                item["reason"] += f" Tick Advanced {other['label']} first: with both, it works."
                 break
 
 

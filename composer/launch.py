@@ -90,6 +90,10 @@ class Rule:
     recipe key path (a command's provenance)."""
 
 
+SPEC_SUBOPTIMAL_BELOW = 8192
+"""With speculative decoding vLLM warns that a step budget below this many
+tokens "may lead to suboptimal performance" (vllm/config/vllm.py:2359-2367)."""
+
 RULES: tuple[Rule, ...] = (
     # ── Model × parallelism (config/model.py, config/parallel.py) ──
     Rule("tp-divides-heads", "error", "command", "vllm/config/model.py:1557-1564",
@@ -154,7 +158,8 @@ RULES: tuple[Rule, ...] = (
          "max_num_scheduled_tokens is set to {tokens} based on the speculative decoding settings. This may lead to "
          "suboptimal performance. Consider increasing max_num_batched_tokens to accommodate the additional draft "
          "token slots, or decrease num_speculative_tokens.",
-         cost="each step schedules fewer than 8192 tokens including draft slots, which vLLM calls suboptimal"),
+         cost=f"each step schedules fewer than {SPEC_SUBOPTIMAL_BELOW} tokens including draft slots, which vLLM calls "
+              "suboptimal"),
     # ── Data-parallel launch modes (entrypoints/cli/serve.py, engine/arg_utils.py) ──
     Rule("dp-one-lb-mode", "error", "command", "vllm/entrypoints/cli/serve.py:79-105; vllm/engine/arg_utils.py:2383-2389",
          "Cannot use more than one data parallel load balancing mode. Choose one of: "
@@ -886,11 +891,12 @@ def _check_speculative(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation
                  f"(num_speculative_tokens {n} + 1) = {b.seqs * (n + 1)}).",
                  f"raise --max-num-batched-tokens to {b.seqs * (n + 1)} or lower --max-num-seqs")
     scheduled = s.int("max-num-scheduled-tokens") or b.tokens
-    if scheduled is not None and 0 < scheduled < 8192:
+    if scheduled is not None and 0 < scheduled < SPEC_SUBOPTIMAL_BELOW:
         yield _v("spec-small-token-budget",
                  f"max_num_scheduled_tokens is set to {scheduled} based on the speculative decoding settings. This "
                  f"may lead to suboptimal performance.",
-                 "raise --max-num-batched-tokens to 8192 or more for speculative decoding, or accept the warning")
+                 f"raise --max-num-batched-tokens to {SPEC_SUBOPTIMAL_BELOW} or more for speculative decoding, or "
+                 "accept the warning")
 
 
 def _check_data_parallel(s: Serve, f: ModelFacts, t: Target) -> Iterable[Violation]:

@@ -229,9 +229,9 @@ class Lever:
 GEOMETRY_UNKNOWN = "the model's attention geometry is unknown"
 LENGTH_UNKNOWN = "the model's context length is unknown (no config.json max_position_embeddings, no recipe context_length)"
 OMNI_STAGES = ("vLLM-Omni runs the model as stages, each its own engine with the share of GPU memory its deploy "
-               "config gives (gpu_memory_utilization per stage, vllm_omni/deploy/*.yaml in vLLM-Omni 0.30.0), and a "
-               "diffusion stage holds no token KV cache: one engine's KV-cache figures would not be what it logs, so "
-               "none are given")
+               "config gives (gpu_memory_utilization per stage, vllm_omni/deploy/*.yaml in vLLM-Omni 0.30.0), and "
+               "only its autoregressive stages hold a token KV cache (a diffusion stage holds none): one engine's "
+               "KV-cache figures would not be what it logs, so none are given")
 NO_AUTO_FIT = ("--max-model-len auto finds no length that fits, and vLLM stops: \"Cannot auto-fit max_model_len: "
                "not enough GPU memory available\" (v1/core/kv_cache_planning.py:1380-1384)")
 

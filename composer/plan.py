@@ -205,7 +205,11 @@ def _scheduler_notices(entries: list[Entry], label: str, notices: Notices) -> No
         notices.add("warning", "scheduler-budget",
                     f"{label}: --max-num-batched-tokens {batched} is below --max-num-seqs {seqs} × (1 + {k}) = {seqs * (1 + k)}"
                     f"{why}: a decode step cannot hold every sequence, so at most {batched // (1 + k)} run at once. "
-                    f"Raise --max-num-batched-tokens to at least {seqs * (1 + k)} or lower --max-num-seqs.",
+                    f"Raise --max-num-batched-tokens to at least {seqs * (1 + k)} or lower --max-num-seqs"
+                    # a fresh user read this fix and vLLM's own warning (8192 with speculative decoding) as two answers
+                    + (f" ({seqs * (1 + k)} is what every sequence needs; vLLM's own warning about speculative "
+                       f"decoding asks for {launch.SPEC_SUBOPTIMAL_BELOW}, for throughput)"
+                       if k and seqs * (1 + k) < launch.SPEC_SUBOPTIMAL_BELOW else "") + ".",
                     subject="--max-num-batched-tokens", old=batched, new=seqs * (1 + k))
     try:
         comp = json.loads(vals.get("compilation-config") or "{}")

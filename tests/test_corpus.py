@@ -174,3 +174,26 @@ def test_omni_recipes_install_the_vllm_their_image_runs():
             seen += 1
             assert pinned.group(1) == tag.group(1), (rid, image, pip)
     assert seen >= 3
+
+
+def test_every_variant_has_a_name_of_its_own(catalog):
+    """A fresh user found five identical "BF16" buttons on Qwen3-TTS, whose
+    variants are five checkpoints: where unlabelled variants share a
+    precision, each leads with its checkpoint's name (then its description's
+    head, then its id), and a label or a lone precision stays as it is."""
+    seen = 0
+    for rid in _recipes():
+        ctx = make_context(rid, load_recipe(CORPUS, rid), catalog)
+        labels = {v: ctx.variant_label(v) for v in ctx.recipe.variants}
+        assert len(set(labels.values())) == len(labels), (rid, labels)
+        for v, label in labels.items():
+            variant = ctx.variant(v)
+            alone = sum(ctx.variant(o).precision == variant.precision for o in labels) == 1
+            if variant.label or alone:
+                assert label == (variant.label or (variant.precision.upper() if variant.precision else v)), (rid, v)
+            else:
+                seen += 1
+    assert seen > 10
+    tts = "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice"
+    plan = compose_page(make_context(tts, load_recipe(CORPUS, tts), catalog), "variant=base-1.7b")
+    assert plan["summary"].endswith("Qwen3-TTS-12Hz-1.7B-Base · BF16")

@@ -135,7 +135,7 @@ def test_a_rule_every_node_of_a_pool_breaks_names_the_pool_once():
     plan = compose(c, "hardware=h100&strategy=pd_cluster&advanced=max_num_seqs_256", every_form=False)
     [n] = [n for n in plan["notices"] if n["code"] == "launch-batched-tokens-ge-seqs"]
     # the option's reason is the plan's notice, then (controls._advanced_pairs) the knob that fixes it
-    assert opt["reason"] == n["message"] + " With Advanced max-num-batched-tokens 8192 too it works (tick both)."
+    assert opt["reason"] == n["message"] + " Tick Advanced max-num-batched-tokens 8192 first: with both, it works."
 
 @corpus
 def test_dcp_larger_than_tp():
