@@ -10,6 +10,7 @@ no NVIDIA image (W38), and the image honours variant ``nightly_required`` (W39).
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 
 from composer import vllm_cli
@@ -306,6 +307,30 @@ def _installs_omni(text: str | None) -> bool:
     return text is not None and ("vllm-omni" in text or "vllm_omni" in text)
 
 
+_VLLM_PIN = re.compile(r"vllm(?:\[[^\]]*\])?==([0-9][0-9A-Za-z.+!-]*)")
+
+
+def recipe_vllm_pin(steps) -> str | None:
+    """The vLLM version a recipe's own install step pins (``uv pip install
+    vllm==0.12.0``; an optional step does not count), read word by word as a
+    shell splits it; None when no step pins vLLM itself. Such a step decides
+    the vLLM the commands run on: the install lines then add no vLLM of their
+    own, which it would replace (a fresh user's finding: Wan2.2 installed
+    vllm 0.30.0, then the recipe's step 0.12.0)."""
+    for step in steps:
+        if step.optional:
+            continue
+        try:
+            words = shlex.split(str(step.command), comments=True)
+        except ValueError:  # an unbalanced quote: recipe_command refuses such a step anyway
+            continue
+        for word in words:
+            m = _VLLM_PIN.fullmatch(word)
+            if m:
+                return m.group(1)
+    return None
+
+
 NO_PIP = ("No pip install of vLLM is known here for {brand} hardware: run with Docker{image}, or build vLLM from "
           "source as https://docs.vllm.ai/en/latest/getting_started/installation/ describes.")
 """The Install step's note when the pip form has no install line for the brand
@@ -366,25 +391,35 @@ def install(ctx: RecipeContext, sel, companions: list[CompanionProcess], command
     # vLLM-Omni runs on the vLLM it is built on, also when a dependency step of the recipe installs it.
     omni_vllm = ctx.is_omni and not nightly and not (minver and version_key(minver) > version_key(OMNI_RELEASE))
     spec = quote(f"vllm=={OMNI_RELEASE}") if omni_release or omni_vllm else ("vllm" if nightly else quote(f"vllm=={VLLM_RELEASE}"))
+    pinned = recipe_vllm_pin(pip_steps)
     pip = None
     if brand == "nvidia":
         pip = (f"uv pip install -U --pre {spec} --extra-index-url https://wheels.vllm.ai/nightly --torch-backend auto"
                if nightly else f"uv pip install {spec} --torch-backend auto")
     elif brand == "amd":
         pip = f"uv pip install {spec} --extra-index-url https://wheels.vllm.ai/rocm"
-    if pip and omni:
-        pip += "\n" + (f"uv pip install {quote('vllm-omni==' + OMNI_RELEASE)}" if omni_release
-                       else f"uv pip install {quote(OMNI_SOURCE)}")
+    notes_pin = []
+    if pip is not None and pinned:  # the recipe's own step installs vLLM: ours would be replaced by it
+        pip = ""
+        notes_pin.append(f"The recipe's own install step pins vLLM {pinned}, so the lines here install no vLLM of "
+                         f"their own. The commands' flags are checked against vLLM {VLLM_RELEASE}'s options; "
+                         f"vLLM {pinned} may not take every one of them.")
+    if pip is not None and omni:
+        pip = "\n".join(x for x in (pip, f"uv pip install {quote('vllm-omni==' + OMNI_RELEASE)}" if omni_release
+                                     else f"uv pip install {quote(OMNI_SOURCE)}") if x)
     if custom_cmd:
         pip = recipe_script(custom_cmd)
+        notes_pin = []
     if isinstance(inst, Mapping) and inst.get("pip") is False:
         pip = None
-    if pip and not pip.startswith("uv venv"):
-        pip = "uv venv --python 3.12 && source .venv/bin/activate\n" + pip
+        notes_pin = []
+    if pip is not None and not pip.startswith("uv venv"):
+        pip = "uv venv --python 3.12 && source .venv/bin/activate" + ("\n" + pip if pip else "")
     if pip:
         pip = "\n".join((pip, *source_fetches(commands, nightly)))
     image = docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, getattr(sel, "cuda", None))
     notes = [str(v["note"]) for k, v in (inst.items() if isinstance(inst, Mapping) else []) if isinstance(v, Mapping) and v.get("note")]
+    notes += notes_pin
     if pip and sel.form == "slurm":
         # The jobs activate $SLURM_SUBMIT_DIR/.venv (composer.forms.slurm); a fresh user's finding: run on a
         # login node, uv's --torch-backend auto would pick the PyTorch build of a machine without GPUs.

@@ -144,6 +144,31 @@ def test_an_omni_recipe_newer_than_the_omni_release_builds_it_from_source(our_ca
 DEPENDENT = [(rid, raw) for rid, raw in _corpus_recipes() if raw.get("dependencies")]
 
 
+@pytest.mark.parametrize("step, pin", [
+    ("uv pip install vllm==0.12.0", "0.12.0"),
+    ("uv pip install 'vllm[audio]==0.11.2' --torch-backend auto", "0.11.2"),
+    ("pip install -U vllm-omni==0.12.0", None),       # another package
+    ("uv pip install vllm>=0.12.0", None),            # a floor, not a pin
+    ("# uv pip install vllm==0.12.0", None),          # a comment
+])
+def test_a_recipe_step_that_pins_vllm_replaces_the_install_lines_vllm(our_catalog, step, pin):
+    """A fresh user's finding: Wan2.2's install lines put vllm 0.30.0 in, then
+    the recipe's own step downgraded it to 0.12.0. A step that pins vLLM
+    itself decides the version: the lines keep the venv and install no vLLM
+    of their own, and say that the flags were checked against another release."""
+    ctx = _k3(our_catalog, lambda d: d.__setitem__("dependencies", [{"command": step, "note": "pin"}]))
+    inst = compose(ctx, "hardware=h200")["install"]
+    assert run_forms.recipe_vllm_pin(ctx.recipe.dependencies) == pin
+    ours = [w for w in _words(inst["pip"]) if w.startswith("vllm==")]
+    assert inst["pip"].startswith("uv venv") and (ours == []) == (pin is not None), inst["pip"]
+    said = [n for n in inst["notes"] if "pins vLLM" in n]
+    assert (said == [f"The recipe's own install step pins vLLM {pin}, so the lines here install no vLLM of their own. "
+                     f"The commands' flags are checked against vLLM {run_forms.VLLM_RELEASE}'s options; vLLM {pin} may "
+                     "not take every one of them."]) if pin else said == []
+    optional = _k3(our_catalog, lambda d: d.__setitem__("dependencies", [{"command": step, "optional": True}]))
+    assert run_forms.recipe_vllm_pin(optional.recipe.dependencies) is None  # the commands run without it
+
+
 def _expected_words(command: str) -> list[str]:
     """The words of a recipe command with its ``&&``/``;`` separators (the
     corpus never quotes them) and comments left out."""

@@ -77,7 +77,10 @@ def _check_tab(label: str, text: str, script: str, plan: dict) -> list[str]:
         if prog == "vllm":
             form = plan["selection"]["install"]
             said = any(n.startswith("No pip install of vLLM is known") for n in plan["install"]["notes"])
-            if form == "pip" and "vllm" not in (plan["install"]["pip"] or "") and not said:
+            # the Install step's own line, or a recipe step that pins vLLM itself (which then replaces ours)
+            steps = [d["command"] for d in plan["install"].get("dependencies", ()) if not d.get("optional")]
+            pinned = any(re.search(r"\bpip install\b.*\bvllm(\[[^\]]*\])?==", c.replace("\\\n", " ")) for c in steps)
+            if form == "pip" and "vllm" not in (plan["install"]["pip"] or "") and not said and not pinned:
                 problems.append(f"{label}: runs vllm but the Install step installs no vLLM")
             continue
         package = PROVIDED_BY.get(prog)
