@@ -131,16 +131,6 @@ def _renderer() -> PageRenderer:
     return _BROWSER
 
 
-def warm(recipe_json: str, catalog_json: str) -> None:
-    """Build the page's recipe context (``composer.api.context_from_json``:
-    parsed, validated, indexed; about 14 ms in CPython, three times that in
-    the browser) before the first request needs it. The worker runs it as it
-    boots: a first click on a pre-rendered page had waited for it."""
-    from composer.api import context_from_json
-
-    context_from_json(recipe_json, catalog_json)
-
-
 def plan_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
     """The plan of ``query`` and its fragments (all but the controls), as JSON
     ``{plan, fragments}``."""

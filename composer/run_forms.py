@@ -398,28 +398,25 @@ def install(ctx: RecipeContext, sel, companions: list[CompanionProcess], command
                if nightly else f"uv pip install {spec} --torch-backend auto")
     elif brand == "amd":
         pip = f"uv pip install {spec} --extra-index-url https://wheels.vllm.ai/rocm"
-    notes_pin = []
     if pip is not None and pinned:  # the recipe's own step installs vLLM: ours would be replaced by it
         pip = ""
-        notes_pin.append(f"The recipe's own install step pins vLLM {pinned}, so the lines here install no vLLM of "
-                         f"their own. The commands' flags are checked against vLLM {VLLM_RELEASE}'s options; "
-                         f"vLLM {pinned} may not take every one of them.")
     if pip is not None and omni:
         pip = "\n".join(x for x in (pip, f"uv pip install {quote('vllm-omni==' + OMNI_RELEASE)}" if omni_release
                                      else f"uv pip install {quote(OMNI_SOURCE)}") if x)
     if custom_cmd:
         pip = recipe_script(custom_cmd)
-        notes_pin = []
     if isinstance(inst, Mapping) and inst.get("pip") is False:
         pip = None
-        notes_pin = []
     if pip is not None and not pip.startswith("uv venv"):
         pip = "uv venv --python 3.12 && source .venv/bin/activate" + ("\n" + pip if pip else "")
     if pip:
         pip = "\n".join((pip, *source_fetches(commands, nightly)))
     image = docker_image(ctx, sel.hardware, sel.variant, sel.kv_offload, getattr(sel, "cuda", None))
     notes = [str(v["note"]) for k, v in (inst.items() if isinstance(inst, Mapping) else []) if isinstance(v, Mapping) and v.get("note")]
-    notes += notes_pin
+    if pinned and pip is not None and not custom_cmd:  # the lines above left vLLM to the recipe's step
+        notes.append(f"The recipe's own install step pins vLLM {pinned}, so the lines here install no vLLM of their "
+                     f"own. The commands' flags are checked against vLLM {VLLM_RELEASE}'s options; vLLM {pinned} may "
+                     "not take every one of them.")
     if pip and sel.form == "slurm":
         # The jobs activate $SLURM_SUBMIT_DIR/.venv (composer.forms.slurm); a fresh user's finding: run on a
         # login node, uv's --torch-backend auto would pick the PyTorch build of a machine without GPUs.

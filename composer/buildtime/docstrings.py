@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
+from typing import TypeGuard
 
 _SCOPES = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -36,8 +37,7 @@ def _docstrings(tree: ast.Module) -> list[tuple[ast.Expr, ast.AST, ast.stmt | No
     for node in ast.walk(tree):
         if isinstance(node, _SCOPES) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str):
+            if _is_string(first):
                 found.append((first, node, node.body[1] if len(node.body) > 1 else None))
     return found
 
@@ -48,7 +48,7 @@ def docstring_nodes(tree: ast.Module) -> list[ast.Expr]:
     return [doc for doc, _, _ in _docstrings(tree)]
 
 
-def _is_string(stmt: ast.stmt | None) -> bool:
+def _is_string(stmt: ast.stmt | None) -> TypeGuard[ast.Expr]:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
 

@@ -223,7 +223,6 @@ async function boot(msg) {
   toolFns = {importJson: (text, hint) => render.import_json(recipeText, catalogText, text, hint || null),
              compareJson: (a, b) => render.compare_json(recipeText, catalogText, a, b),
              explainJson: (command, index, query) => render.explain_json(command, index, query)};
-  render.warm(recipeText, catalogText);  // the recipe's context, which every request needs, before the first one
   const ms = Math.round(performance.now() - t0);
   self.postMessage({type: "ready", mode: msg.mode, ms, timings: {runtime: Math.round(tRuntime), ready: ms}});
 }
@@ -266,7 +265,7 @@ self.onmessage = async (ev) => {
     try { await ready; } catch (err) { return; }
     if (msg.id !== latest) return;
     try {
-      composeAhead(msg.id, msg.next || JSON.parse(controlsJson(msg.query)).next || []);
+      composeAhead(msg.id, msg.next || []);
     } catch (err) { /* a look-ahead that fails changes nothing on screen */ }
     return;
   }
