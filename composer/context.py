@@ -47,6 +47,15 @@ BUILTIN_ADVANCED = (
 )
 
 
+OMNI_NO_BUILTINS = (
+    "vLLM-Omni gives each stage its own engine settings in its deploy config (two stages on GPU 0 with "
+    "gpu_memory_utilization 0.65 and 0.15, vllm_omni/deploy/breeze_tts.yaml:19-51 in vLLM-Omni 0.30.0); a flag on vllm serve "
+    "replaces that value for every stage that owns it (vllm_omni/config/omni_config.py:384-398), and "
+    "diffusion stages drop --kv-cache-dtype (omni_config.py:103, 391-396). Only the recipe's own "
+    "Advanced options apply.")
+"""Why a vLLM-Omni recipe shows none of the built-in Advanced knobs (vLLM-Omni 0.30.0)."""
+
+
 @dataclass(frozen=True)
 class AdvancedKnob:
     id: str
@@ -424,10 +433,12 @@ class RecipeContext:
 
     @_memo
     def advanced_knobs(self, sid: str) -> list[AdvancedKnob]:
-        """Advanced options visible for strategy ``sid`` (built-ins, then the recipe's)."""
+        """Advanced options visible for strategy ``sid`` (built-ins, then the recipe's).
+
+        A vLLM-Omni recipe gets only its own (``OMNI_NO_BUILTINS``)."""
         model = self.recipe.model
         out = []
-        for kid, label, args, when, desc in BUILTIN_ADVANCED:
+        for kid, label, args, when, desc in () if self.is_omni else BUILTIN_ADVANCED:
             if when == "ep":
                 if not self.is_expert_parallel(sid):
                     continue

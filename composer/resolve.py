@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from composer.dimensions import CONTEXTS, DEFAULT_CONTEXT, POOLS, Pool, Selection
-from composer.context import MAX_NODES, RecipeContext
+from composer.context import MAX_NODES, OMNI_NO_BUILTINS, RecipeContext
 from composer.layers import compose_layers
 from composer.memory import DEFAULT_GPU_UTIL, Flags, capacity, recipe_size_text
 from composer.modes import available_modes, default_mode, mode_block_reason, mode_label, moded_features, parse_fmode, preferred_mode
@@ -339,11 +339,16 @@ def _step_advanced(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _
     """Advanced knobs the strategy shows; hidden or unknown ones reported (W29)."""
     adv = req.get_list("advanced") or ()
     visible = {k.id for k in ctx.advanced_knobs(d.strategy)}
+    hidden = [a for a in adv if a not in visible and a in ctx.all_advanced_ids]
+    if hidden and ctx.is_omni:  # one notice for them all: the reason is the recipe's, not the knob's
+        n.add("warning", "advanced-unavailable", f"Advanced {_or([ctx.advanced_label(a) for a in hidden], 'and')} "
+              f"{'is' if len(hidden) == 1 else 'are'} not emitted. {OMNI_NO_BUILTINS}")
     for a in adv:
         if a in visible:
             continue
         if a in ctx.all_advanced_ids:
-            n.add("warning", "advanced-unavailable", f"Advanced option {ctx.advanced_label(a)} does not apply to {ctx.strategy_label(d.strategy)} and is not emitted.")
+            if not ctx.is_omni:
+                n.add("warning", "advanced-unavailable", f"Advanced option {ctx.advanced_label(a)} does not apply to {ctx.strategy_label(d.strategy)} and is not emitted.")
         else:
             n.add("warning", "invalid-advanced", f"Unknown Advanced option {_short(a)} ignored.")
     return d._replace(advanced=tuple(a for a in adv if a in visible))
@@ -386,9 +391,9 @@ def _step_form(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draf
     return d._replace(form=form)
 
 
-def _or(words: list[str]) -> str:
-    """``a, b or c``."""
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+def _or(words: list[str], conj: str = "or") -> str:
+    """``a, b or c`` (``conj`` "and": ``a, b and c``)."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" {conj} " + words[-1]
 
 
 def _step_task(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _Draft:

@@ -663,3 +663,25 @@ def test_vllm_omni_pipelines_get_the_weights_fit_but_no_single_engine_kv_figures
     # an LLM of the same corpus keeps its figures
     llm = make_context("Qwen/Qwen3-8B", load_recipe(CORPUS, "Qwen/Qwen3-8B"), public)
     assert compose(llm, "")["capacity"][0]["kv_tokens"]
+
+
+def test_vllm_omni_recipes_offer_only_their_own_advanced_knobs():
+    """A built-in Advanced knob is one flag on vllm serve, which vLLM-Omni
+    applies to every stage that owns it over the stage's own deploy value
+    (vllm_omni/config/omni_config.py:384-398): --gpu-memory-utilization 0.95 on
+    two stages sharing GPU 0 would claim 1.9 of it, and a diffusion stage drops
+    --kv-cache-dtype. So an omni page offers none, and a link asking for them
+    gets one notice with the reason and no such flag."""
+    public = load_catalog(CORPUS)
+    omni = make_context("stabilityai/stable-diffusion-3.5-medium",
+                        load_recipe(CORPUS, "stabilityai/stable-diffusion-3.5-medium"), public)
+    assert omni.is_omni and omni.advanced_knobs("omni") == []
+    out = compose_page(omni, "advanced=kv_fp8,gpu_mem_095")
+    argv = [a for c in out["commands"] for a in c["argv"]]
+    assert "--kv-cache-dtype" not in argv and "--gpu-memory-utilization" not in argv
+    said = [n for n in out["notices"] if n["code"] == "advanced-unavailable"]
+    assert len(said) == 1 and "kv-cache-dtype fp8 and gpu-memory-utilization 0.95 are not emitted" in said[0]["message"]
+    assert "omni_config.py:384-398" in said[0]["message"]
+    assert not [o for o in out["options"].get("advanced", []) if o["id"] in ("kv_fp8", "gpu_mem_095")]
+    llm = make_context("Qwen/Qwen3-8B", load_recipe(CORPUS, "Qwen/Qwen3-8B"), public)
+    assert "kv_fp8" in {k.id for k in llm.advanced_knobs(llm.strategies[0])}
