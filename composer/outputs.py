@@ -332,6 +332,7 @@ class Plan:
     url: str
     query: str
     share_url: str = ""
+    verification_detail: str = ""  # the badge's title: what the recipe's run covers (``plan.verification``)
     checkpoint: Optional[Checkpoint] = None
     kubernetes: Optional[Manifests] = None
     placeholders: tuple[Placeholder, ...] = ()

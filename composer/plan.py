@@ -372,11 +372,14 @@ def _verified_exactly(ctx: RecipeContext, sel: Selection) -> bool:
     strategy (its ``default_strategy``; without one, the single-node strategy of
     kind ``tp`` the resolver recommends). A hardware-level mark does not verify
     every strategy (found by an adversarial pass: GLM-4.5 single-node DEP on
-    H200, 0.32x of one sequence, was shown ready)."""
-    if not verification(ctx, sel)["verified"]:
+    H200, 0.32x of one sequence, was shown ready). The person's changes to the
+    recipe's choices (``departures``) do not count here: the run shows that the
+    estimate undercounts on this hardware and strategy, and a changed feature
+    or knob does not make it right."""
+    if not _recorded_run(ctx, sel):
         return False
     if any(c.hardware == sel.hardware for c in ctx.recipe.meta.verified_configs):
-        return True  # verification() already matched the strategy
+        return True  # _recorded_run matched the strategy
     if ctx.recipe.default_strategy:
         return sel.strategy == ctx.recipe.default_strategy
     st = ctx.strategy(sel.strategy)
@@ -724,6 +727,15 @@ def summary(ctx: RecipeContext, sel: Selection, commands: list[Command]) -> str:
     return text
 
 
+def _recorded_run(ctx: RecipeContext, sel: Selection) -> bool:
+    """Whether the recipe records a run of ``sel``'s hardware (``meta.hardware``)
+    and, where it lists ``meta.verified_configs`` for it, of its strategy."""
+    if not ctx.is_verified(sel.hardware):
+        return False
+    configs = [c for c in ctx.recipe.meta.verified_configs if c.hardware == sel.hardware]
+    return not configs or any(c.strategy == sel.strategy for c in configs)
+
+
 def verification(ctx: RecipeContext, sel: Selection) -> dict:
     """``verified`` only for what the recipe says was verified: the hardware
     (``meta.hardware.<id>: verified``) and, when the recipe lists
@@ -731,14 +743,61 @@ def verification(ctx: RecipeContext, sel: Selection) -> dict:
     showed a green mark on any combination). ``verification`` is the badge text."""
     hw = ctx.hw(sel.hardware).display_name
     if not ctx.is_verified(sel.hardware):
-        return {"verified": False, "verification": "Composed, not verified"}
+        return {"verified": False, "verification": "Composed, not verified", "verification_detail": NOT_VERIFIED}
     configs = [c for c in ctx.recipe.meta.verified_configs if c.hardware == sel.hardware]
-    if not configs:
-        return {"verified": True, "verification": f"Verified on {hw}"}
-    if any(c.strategy == sel.strategy for c in configs):
-        return {"verified": True, "verification": f"Verified on {hw} · {ctx.strategy_label(sel.strategy)}"}
-    others = ", ".join(ctx.strategy_label(c.strategy) for c in configs)
-    return {"verified": False, "verification": f"{hw} is verified with {others}; this strategy is composed, not verified"}
+    if configs and not any(c.strategy == sel.strategy for c in configs):
+        others = ", ".join(ctx.strategy_label(c.strategy) for c in configs)
+        return {"verified": False, "verification": f"{hw} is verified with {others}; this strategy is composed, not verified",
+                "verification_detail": NOT_VERIFIED}
+    what = f"{hw} · {ctx.strategy_label(sel.strategy)}" if configs else hw
+    changed = departures(ctx, sel)
+    if changed:
+        return {"verified": False,
+                "verification": f"Verified on {what} with the recipe's defaults; your changes ({', '.join(changed)}) are composed, not verified",
+                "verification_detail": "The recipe records a run of this " + ("hardware and strategy" if configs else "hardware")
+                + " with its default choices. What you changed (" + ", ".join(changed) + ") was not part of that run: "
+                "the commands are built by the same rules and checked against vLLM " + vllm_cli.VERSION
+                + "'s options; test them before relying on them."}
+    return {"verified": True, "verification": f"Verified on {what}",
+            "verification_detail": "The recipe records a run of this " + ("hardware and strategy" if configs else "hardware")
+            + " with the choices shown."}
+
+
+NOT_VERIFIED = ("Built from the recipe by the same rules as verified configurations, and checked against vLLM "
+                f"{vllm_cli.VERSION}'s options, but the recipe records no run on this hardware and strategy: "
+                "test it before relying on it.")
+"""The badge's title where the recipe records no run of the hardware and strategy."""
+
+
+def departures(ctx: RecipeContext, sel: Selection) -> list[str]:
+    """What ``sel`` changed from the recipe's own choices on its hardware and
+    strategy (the selection a link with only those two resolves to), in words:
+    ``["Speculative decoding", "no Reasoning", "KV offload LMCache", "3 nodes"]``.
+    A recipe's ``verified_configs`` name a hardware and a strategy; the run they
+    record is with the recipe's defaults, so a plan that departs from them is
+    composed, not verified (issue 21: the badge stayed green over a feature that
+    changed the commands). The output form, CUDA image, task and the capacity
+    line's context do not change what runs, and are not compared."""
+    base, _ = resolve(ctx, parse_query({"hardware": sel.hardware, "strategy": sel.strategy,
+                                        **({"task": sel.task} if sel.task else {})}))
+    out: list[str] = []
+    if sel.variant != base.variant:
+        out.append(f"variant {ctx.variant_label(sel.variant)}")
+    out += [feature_label(ctx, f) for f in sel.features if f not in base.features]
+    out += [f"no {feature_label(ctx, f)}" for f in base.features if f not in sel.features]
+    out += [f"{feature_label(ctx, f)} {m}" for f, m in sel.modes if (f, m) not in base.modes and f in base.features]
+    out += [ctx.advanced_label(a) for a in sel.advanced if a not in base.advanced]
+    if sel.kv_offload != base.kv_offload:
+        out.append(f"KV offload {ctx.kv_label(sel.kv_offload)}" if sel.kv_offload else "no KV offload")
+    for name in POOLS:
+        mine, theirs = sel.pool(name), base.pool(name)
+        if mine and mine != theirs:
+            out.append(f"{name} {mine.nodes} × {mine.mode.upper()}")
+    if sel.nodes != base.nodes and not sel.prefill:
+        out.append(f"{sel.nodes} nodes")
+    if sel.instances != base.instances:
+        out.append(f"{sel.instances} instances")
+    return out
 
 
 def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[Command], notices: Notices) -> None:

@@ -147,11 +147,21 @@ def test_json_api_documents(tmp_path):
     ("hardware=h100", False, "Composed, not verified"),               # GPU not verified at all
     ("hardware=h200&strategy=multi_node_tep", True, "Verified on H200"),
     ("hardware=gb200&strategy=pd_cluster", True, "Prefill/Decode"),
+    # issue 21: a verified run is the recipe's defaults; what the person changed is not part of it
+    ("hardware=gb200&strategy=pd_cluster&features=spec_decoding,tool_calling,reasoning", False,
+     "with the recipe's defaults; your changes (Speculative decoding) are composed, not verified"),
+    ("kv_offload=lmcache&advanced=kv_fp8", False, "(kv-cache-dtype fp8, KV offload LMCache) are composed"),
+    ("features=tool_calling", False, "(no Reasoning)"),
+    ("hardware=h200&strategy=multi_node_tep&nodes=3", False, "(3 nodes) are composed, not verified"),
+    ("install=k8s&context=128k", True, "Verified on B300 · Single-node TP"),  # how it is shown does not count
 ])
 def test_verified_mark_only_for_verified_combinations(catalog, query, verified, words):
     plan = compose_page(ctx_for("moonshotai/Kimi-K3", catalog), query)
     assert plan["verified"] is verified
     assert words in plan["verification"]
+    assert ("records a run" in plan["verification_detail"]) is ("Composed" not in plan["verification"]
+                                                               and "this strategy is composed" not in plan["verification"])
+    assert ("was not part of that run" in plan["verification_detail"]) is ("with the recipe's defaults" in plan["verification"])
 
 
 def test_switching_variant_or_hardware_keeps_what_still_works(catalog):
