@@ -242,7 +242,7 @@ def test_the_capacity_line_leads_with_what_vllm_would_log():
     for query, pools in (("hardware=h200", 1), ("hardware=gb200&strategy=pd_cluster", 2)):
         plan = compose_page(ctx, query)
         html = renderer.fragments(plan, ("capacity",))["capacity"]
-        items = re.findall(r"<li class=\"[^\"]*\" data-scope=\"[^\"]*\">(.*?)<details", html, re.S)
+        items = re.split(r"<li class=\"[^\"]*\" data-scope=\"[^\"]*\">", html)[1:]  # each pool's item, whole
         assert len(items) == pools == len(plan["capacity"])
         for item, cap in zip(items, plan["capacity"]):
             log = item.index('<pre class="vllm-log"')
@@ -254,6 +254,16 @@ def test_the_capacity_line_leads_with_what_vllm_would_log():
             assert (total in item) == bool(cap["total"]) and (cap["scope"] == "decode") == bool(cap["total"])
             if cap["total"]:
                 assert log < item.index(total) < item.index(str(escape(cap["message"]))[:40])
+            # a plan that fits folds the account under the result (issue 21: a P/D plan's two accounts put
+            # its commands 2,000 px down at 1280 px); the assumptions are in the same disclosure
+            how = item.index('<details class="cap-how">')
+            assert log < how < item.index(str(escape(cap["message"]))[:40])
+            assert all(str(escape(a)) in item[how:] for a in cap["assumptions"]) and 'class="assumptions"' not in item
+        # where the plan does not fit, the account is the reason: shown, not folded
+        bad = compose_page(ctx, "hardware=h100&nodes=1&strategy=single_node_tp")
+        html = renderer.fragments(bad, ("capacity",))["capacity"]
+        assert bad["status"] == "error" and 'class="cap-how"' not in html
+        assert str(escape(bad["capacity"][0]["message"]))[:60] in html.split("<details")[0]
 
 
 # ------------------------------------------------------------------ build

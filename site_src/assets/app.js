@@ -382,6 +382,8 @@
     if (fs) return `fieldset[data-dim="${CSS.escape(fs.dataset.dim)}"] details.why`;
     const panel = d.closest(".panel");
     if (panel && panel.id) return `#${CSS.escape(panel.id)} details.explain`;
+    const cap = d.closest("#capacity li[data-scope]");  // a pool's account stays open over the next plan
+    if (cap) return `#capacity li[data-scope="${CSS.escape(cap.dataset.scope)}"] details.${d.classList.contains("cap-how") ? "cap-how" : "assumptions"}`;
     return null;
   }
 

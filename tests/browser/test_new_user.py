@@ -95,10 +95,33 @@ def test_placeholders_follow_their_own_width_not_the_viewport(page, server):
     page.set_viewport_size({"width": 1440, "height": 900})
     page.goto(server + K3 + PLANS["multi"])
     wait_ready(page)
-    wide = page.evaluate("() => getComputedStyle(document.querySelector('label.ph')).gridTemplateColumns.split(' ').length")
+    cols = """() => [getComputedStyle(document.querySelector('.ph-grid')).gridTemplateColumns.split(' ').length,
+                     getComputedStyle(document.querySelector('label.ph')).gridTemplateColumns.split(' ').length]"""
+    wide = page.evaluate(cols)
     page.evaluate("() => { document.getElementById('placeholders').style.width = '420px'; }")
-    narrow = page.evaluate("() => getComputedStyle(document.querySelector('label.ph')).gridTemplateColumns.split(' ').length")
-    assert wide == 3 and narrow == 1
+    narrow = page.evaluate(cols)
+    # wide: two cards a row, each its name and field on a line (the meaning under them); narrow: one column
+    assert wide == [2, 2] and narrow == [1, 1]
+
+
+def test_pd_commands_start_in_the_second_screen_at_1280(page, server):
+    """Issue 21: at 1280 px a K3 P/D plan's commands started about 2,000 px
+    down, under two pools' capacity paragraphs and a one-row-per-value
+    placeholders panel. The accounts fold under the results, the panel puts two
+    values a row; the commands start within two screens."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(server + K3 + PLANS["pd"])
+    wait_ready(page)
+    top = page.evaluate("() => document.getElementById('commands').getBoundingClientRect().top + scrollY")
+    assert top < 1_500, top  # was about 1,900
+    # the accounts are there, folded: one click opens each, and it stays open over the next plan
+    assert page.locator("#capacity details.cap-how").count() == 2
+    page.locator("#capacity li[data-scope=decode] details.cap-how > summary").click()
+    click(page, "prefill_nodes", "4")
+    page.wait_for_function("() => location.search.includes('prefill_nodes=4')")
+    settle(page)
+    assert page.evaluate("() => document.querySelector('#capacity li[data-scope=decode] details.cap-how').open")
+    assert not page.evaluate("() => document.querySelector('#capacity li[data-scope=prefill] details.cap-how').open")
 
 
 def node_notice(page) -> dict:
