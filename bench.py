@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import gc
 import gzip
+import json
 import random
 import shutil
 import statistics
@@ -333,10 +334,15 @@ def stock_boot(browser, base: str, site: Path, runs: int) -> list[float]:
     return out
 
 
-def link_first_visit(browser, base: str, link: str, served: list, runs: int) -> tuple[list[float], int, int, int]:
-    """Seconds from navigation to the link's own command on screen in a fresh
-    context, and what the first of those visits transferred: (times, requests,
-    bytes gzip, runtime requests)."""
+def link_first_visit(browser, base: str, link: str, served: list, runs: int,
+                     settled: list | None = None, timings: list | None = None) -> tuple[list[float], int, int, int]:
+    """Seconds from navigation to the link's own command on screen (its plan
+    shown as the answer, ``COMMAND``) in a fresh context, and what the first of
+    those visits transferred: (times, requests, bytes gzip, runtime requests).
+    ``settled``, when given, receives the seconds to the controls too
+    (``SHOWN``: the worker sends them after the plan), ``timings`` the worker's
+    boot timings (``data-timings``: ms from its start to the snapshot fetched,
+    restored, ready)."""
     times, first = [], None
     for i in range(runs):
         ctx = browser.new_context()
@@ -346,8 +352,13 @@ def link_first_visit(browser, base: str, link: str, served: list, runs: int) -> 
         served.clear()
         t = time.perf_counter()
         page.goto(base + link)
-        page.wait_for_function(SHOWN, timeout=120_000, polling=5)
+        page.wait_for_function(COMMAND, timeout=120_000, polling=5)
         times.append(time.perf_counter() - t)
+        page.wait_for_function(SHOWN, timeout=120_000, polling=5)
+        if settled is not None:
+            settled.append(time.perf_counter() - t)
+        if timings is not None and page.get_attribute("#app", "data-timings"):
+            timings.append(json.loads(page.get_attribute("#app", "data-timings")))
         if i == 0:
             page.wait_for_timeout(300)
             files = [Path(f) for f in served]
@@ -357,9 +368,16 @@ def link_first_visit(browser, base: str, link: str, served: list, runs: int) -> 
     return times, *first
 
 
+COMMAND = """() => { const a = document.getElementById('app');
+  return (a.dataset.shown === 'composed' || a.dataset.shown === 'prerendered')
+    && a.dataset.query === location.search.replace(/^\\?/, ''); }"""
+"""The link's own plan is on screen as the answer (app.js ``received`` or
+``showPrerendered``: the preview mark is gone); its controls may still be on
+their way."""
 SHOWN = """() => { const a = document.getElementById('app');
   return (a.dataset.ready === 'true' || a.dataset.shown === 'prerendered') && a.dataset.busy !== 'true'
     && a.dataset.query === location.search.replace(/^\\?/, ''); }"""
+"""The plan and its controls are on screen."""
 
 
 def first_interaction(browser, base: str, runs: int) -> list[float]:
@@ -395,10 +413,15 @@ def browser_figures(site: Path, runs: int, extended: bool = True) -> None:
             report(f"{what}: transferred", gz / 1e6, 0.5, "MB gzip", f"{n} requests")
             report(f"{what}: runtime requests", rt, 0, "", "")
         stock = stock_boot(b, base, site, runs)
-        times, n, gz, rt = link_first_visit(b, base, PYTHON_LINK, served, runs)
+        settled: list = []
+        boots: list = []
+        times, n, gz, rt = link_first_visit(b, base, PYTHON_LINK, served, runs, settled, boots)
         report("deep link needing Python, first visit: transferred", gz / 1e6, 10, "MB gzip", f"{n} requests, {rt} runtime")
         report("deep link needing Python, first visit: right command (median)", med(times), 1.5, "s",
-               f"stock Pyodide cold boot to a first runPython, same server and run: median {med(stock):.2f} s")
+               f"stock Pyodide cold boot to a first runPython, same server and run: median {med(stock):.2f} s; "
+               f"its controls too: median {med(settled):.2f} s; the worker's boot, medians from its start: "
+               + ", ".join(f"{k} {med([t[k] for t in boots if k in t]):.0f}" for k in ("fetched", "restored", "ready")
+                           if any(k in t for t in boots)) + " ms")
         report("deep link needing Python ÷ stock Pyodide cold boot", med(times) / med(stock), 0.3, "×")
         times, n, gz, rt = link_first_visit(b, base, PRERENDERED_LINK, served, runs)
         report("deep link rendered ahead, first visit: transferred", gz / 1e6, 10, "MB gzip", f"{n} requests, {rt} runtime")

@@ -11,7 +11,8 @@
 // query, next} for a page already showing query's plan (only the look-ahead runs, over
 // `next`: the queries of the options on screen).
 // The worker replies {type:"progress", text} while booting, then {type:"ready",
-// mode, ms, timings} or {type:"failed", stage:"snapshot"|"runtime"|"integrity",
+// mode, ms, timings} (timings: ms from the boot's start to the snapshot fetched and
+// restored, the runtime up and ready) or {type:"failed", stage:"snapshot"|"runtime"|"integrity",
 // error} (integrity: a file does not match its hash); per view
 // request, in two parts, {type:"plan", id, view, ms, queued, postedAt} (queued: ms the
 // request waited for the worker; postedAt: when the reply left, on the shared
@@ -190,10 +191,12 @@ async function boot(msg) {
   // A missing or altered runtime file is reported as such (never a cold boot).
   await present;
   let pyodide;
+  const timings = {};  // ms from t0, read by `make bench` (data-timings)
   if (msg.mode === "snapshot") {
     let bytes;
     try {
       bytes = await image.bytes;
+      timings.fetched = Math.round(performance.now() - t0);
       if (bytes.length !== msg.snapshotSize) throw new Error(`snapshot is ${bytes.length} bytes, expected ${msg.snapshotSize}`);
       // A snapshot that is not the build's is never restored (restoring runs
       // code over its bytes); the cold boot, from its own checked files,
@@ -202,6 +205,7 @@ async function boot(msg) {
       const [patch] = await snapshotParts.catch((err) => { throw new Error(String(err.message || err)); });
       pyodide = await watched(loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: bytes,
                                            createPyodideModule: growingFactory(factory, bytes.length, dataRebuilder(bytes, patch))}));
+      timings.restored = Math.round(performance.now() - t0);
       if (pyodide.version !== msg.pyodideVersion) throw new Error(`runtime ${pyodide.version}, snapshot made with ${msg.pyodideVersion}`);
       pyodide.runPython(RESTORED_PY);
       pyodide.runPython("import composer.render\nassert composer.render._BROWSER is not None");
@@ -224,7 +228,7 @@ async function boot(msg) {
              compareJson: (a, b) => render.compare_json(recipeText, catalogText, a, b),
              explainJson: (command, index, query) => render.explain_json(command, index, query)};
   const ms = Math.round(performance.now() - t0);
-  self.postMessage({type: "ready", mode: msg.mode, ms, timings: {runtime: Math.round(tRuntime), ready: ms}});
+  self.postMessage({type: "ready", mode: msg.mode, ms, timings: {...timings, runtime: Math.round(tRuntime), ready: ms}});
 }
 
 // Import and compare (the page's tools): {type:"import", id, text, hint} →
