@@ -461,9 +461,10 @@ def write_runtime(tmp: Path) -> dict:
         shutil.copy2(PYODIDE_DIR / name, pyodide_dir / name)
         files[f"runtime/pyodide-{core}/{name}"] = sha256_hex((PYODIDE_DIR / name).read_bytes())
     python_zip = site_python_zip()
-    snapshot, modules = snapshot_and_modules(python_zip)
+    full, modules = snapshot_and_modules(python_zip)
     stdlib, _ = snapshot_stdlib_zip(modules, python_zip)
-    wasm, patch = snapshot_wasm(snapshot)
+    wasm, patch = snapshot_wasm(full)
+    snapshot = packed_snapshot(full)  # what the page fetches: the worker unpacks it after its check
     names = {"python": f"python-{sha256_hex(python_zip)[:12]}.zip",
              "snapshot": f"snapshot-{sha256_hex(snapshot)[:12]}.bin",
              "stdlib": f"stdlib-{sha256_hex(stdlib)[:12]}.zip",
@@ -478,6 +479,23 @@ def write_runtime(tmp: Path) -> dict:
             "snapshot_sha256": sha256_hex(snapshot), "pyodide_version": pyodide_version(),
             "stdlib": f"runtime/{names['stdlib']}", "wasm": f"runtime/{names['wasm']}",
             "wasm_patch": f"runtime/{names['patch']}", "files": files}
+
+
+_PACKED: dict[str, bytes] = {}
+
+
+def packed_snapshot(snapshot: bytes) -> bytes:
+    """``snapshot`` without its all-zero pages, as the page fetches it
+    (``composer.buildtime.sparse``: 37.7 → 21.8 MB raw on the build of
+    2026-12-06, the gzip size nearly the same). Kept per snapshot in this
+    process."""
+    from composer.buildtime import sparse
+
+    key = sha256_hex(snapshot)
+    if key not in _PACKED:
+        _PACKED.clear()
+        _PACKED[key] = sparse.pack(snapshot)
+    return _PACKED[key]
 
 
 _SNAPSHOT_WASM: dict[str, tuple[bytes, bytes]] = {}

@@ -139,3 +139,30 @@ export function dataRebuilder(snapshot, patch) {
   if (data !== patch.byteLength) fail("has bytes after its last run");
   return (heap) => { for (const [off, src, at, len] of ops) heap.set(src.subarray(at, at + len), off); };
 }
+
+const PACKED_MAGIC = 0x31505A53;  // composer/buildtime/sparse.py MAGIC
+
+// The snapshot the page fetches has its all-zero pages left out
+// (composer/buildtime/sparse.py: header, bitmap, kept pages); this writes
+// it back into a zeroed buffer of its full length, the same steps as
+// sparse.unpack. Run on the packed file's checked bytes; a file whose sizes
+// do not add up exactly is refused before anything runs.
+export function unpackSnapshot(packed) {
+  const words = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
+  const fail = (why) => { throw new Error(`the packed snapshot ${why}`); };
+  if (packed.byteLength < 16 || words.getUint32(0, true) !== PACKED_MAGIC) fail("is not of its format");
+  const full = words.getUint32(4, true), page = words.getUint32(8, true), count = words.getUint32(12, true);
+  if (page === 0 || count !== Math.ceil(full / page)) fail("has a page count that does not match its length");
+  let at = 16 + Math.ceil(count / 8);
+  if (at > packed.byteLength) fail("is truncated");
+  const out = new Uint8Array(full);
+  for (let i = 0; i < count; i++) {
+    if (!((packed[16 + (i >> 3)] >> (i & 7)) & 1)) continue;
+    const size = Math.min(page, full - i * page);
+    if (at + size > packed.byteLength) fail("is truncated");
+    out.set(packed.subarray(at, at + size), i * page);
+    at += size;
+  }
+  if (at !== packed.byteLength) fail("has bytes after its last page");
+  return out;
+}

@@ -21,7 +21,7 @@
 // {type:"controls", id, view, ms} (JSON {fragments:{controls}, next},
 // controls_json), or {type:"error", id, error}. A request overtaken by a
 // newer one gets no reply.
-import {RESTORED_PY, dataRebuilder, growingFactory, installSitePython} from "./boot-python.mjs";
+import {RESTORED_PY, dataRebuilder, growingFactory, installSitePython, unpackSnapshot} from "./boot-python.mjs";
 
 let planJson = null;
 let controlsJson = null;
@@ -202,6 +202,7 @@ async function boot(msg) {
       // code over its bytes); the cold boot, from its own checked files,
       // composes the same commands instead.
       await image.ok.catch(() => { throw new Error("snapshot content does not match its SHA-256"); });
+      bytes = unpackSnapshot(bytes);  // the checked file holds the non-zero pages only (composer/buildtime/sparse.py)
       const [patch] = await snapshotParts.catch((err) => { throw new Error(String(err.message || err)); });
       pyodide = await watched(loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: bytes,
                                            createPyodideModule: growingFactory(factory, bytes.length, dataRebuilder(bytes, patch))}));

@@ -1,0 +1,77 @@
+"""The memory snapshot as the page fetches it: its all-zero pages left out.
+
+A Pyodide memory snapshot holds the whole linear memory. The snapshot maker
+zeroes the free heap (``site_src/snapshot.mjs`` ``zeroFreeMemory``), so much
+of it is zeros: on the build of 2026-12-06, 243 of its 576 64-KiB pages (15.9
+of 37.7 MB). A host that compresses (the build's ``.gz``/``.br`` copies)
+sends those pages almost for free; a host that sends files as they are (a
+plain ``python -m http.server``, a bucket without content encoding) sends
+every byte, and the page hashes every byte before it uses them. So the page
+fetches the snapshot *packed*: each page that holds a non-zero byte, and a
+bitmap of which ones. The worker checks the packed file's SHA-256, then
+unpacks it (``site_src/assets/boot-python.mjs`` ``unpackSnapshot``, the same
+steps as ``unpack``) into a zeroed buffer of the full size before Pyodide
+sees it, so the restore reads exactly the bytes the maker wrote.
+
+Format (little-endian ``uint32`` words): ``MAGIC``, the full length ``N``, the
+page size ``S``, the number of pages ``ceil(N / S)``; then the bitmap, one bit
+per page (page ``i`` is bit ``i % 8`` of byte ``i // 8``), padded to a whole
+byte; then the kept pages' bytes in order (the last page may be short).
+"""
+
+from __future__ import annotations
+
+import struct
+
+MAGIC = 0x31505A53
+"""``SZP1`` read as a little-endian word: a packed snapshot of this format."""
+PAGE = 65536
+"""Bytes per page: a WebAssembly page."""
+_HEADER = struct.Struct("<4I")
+
+
+class PackedSnapshotError(ValueError):
+    """A packed snapshot that is not of this format or whose parts do not add
+    up (the message says which)."""
+
+
+def pack(snapshot: bytes, page: int = PAGE) -> bytes:
+    """``snapshot`` without its all-zero pages: the header, the bitmap, the
+    kept pages (module docstring). ``unpack(pack(x)) == x`` for any bytes."""
+    count = -(-len(snapshot) // page)
+    bitmap = bytearray(-(-count // 8))
+    kept = []
+    for i in range(count):
+        chunk = snapshot[i * page:(i + 1) * page]
+        if chunk.count(0) != len(chunk):
+            bitmap[i // 8] |= 1 << (i % 8)
+            kept.append(chunk)
+    return _HEADER.pack(MAGIC, len(snapshot), page, count) + bytes(bitmap) + b"".join(kept)
+
+
+def unpack(packed: bytes) -> bytes:
+    """The full snapshot ``pack`` was given. Raises ``PackedSnapshotError``
+    when ``packed`` is not of the format or its sizes do not add up exactly
+    (the page refuses such a file the same way, before anything runs)."""
+    if len(packed) < _HEADER.size:
+        raise PackedSnapshotError("is shorter than its header")
+    magic, full, page, count = _HEADER.unpack_from(packed)
+    if magic != MAGIC:
+        raise PackedSnapshotError("is not of its format")
+    if page == 0 or count != -(-full // page):
+        raise PackedSnapshotError("has a page count that does not match its length")
+    at = _HEADER.size + -(-count // 8)
+    if at > len(packed):
+        raise PackedSnapshotError("is truncated")
+    bitmap = packed[_HEADER.size:at]
+    out = bytearray(full)
+    for i in range(count):
+        if bitmap[i // 8] >> (i % 8) & 1:
+            size = min(page, full - i * page)
+            if at + size > len(packed):
+                raise PackedSnapshotError("is truncated")
+            out[i * page:i * page + size] = packed[at:at + size]
+            at += size
+    if at != len(packed):
+        raise PackedSnapshotError("has bytes after its last page")
+    return bytes(out)
