@@ -48,8 +48,9 @@ BUILTIN_ADVANCED = (
 
 
 OMNI_NO_BUILTINS = (
-    "vLLM-Omni gives each stage its own engine settings in its deploy config (two stages on GPU 0 with "
-    "gpu_memory_utilization 0.65 and 0.15, vllm_omni/deploy/breeze_tts.yaml:19-51 in vLLM-Omni 0.30.0); a flag on vllm serve "
+    "vLLM-Omni gives each stage of a model its own engine settings in its deploy config (e.g. a text-to-speech "
+    "model's two stages sharing GPU 0 with gpu_memory_utilization 0.65 and 0.15: vllm_omni/deploy/breeze_tts.yaml:19-51 "
+    "in vLLM-Omni 0.30.0); a flag on vllm serve "
     "replaces that value for every stage that owns it (vllm_omni/config/omni_config.py:384-398), and "
     "diffusion stages drop --kv-cache-dtype (omni_config.py:103, 391-396). Only the recipe's own "
     "Advanced options apply.")

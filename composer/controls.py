@@ -67,7 +67,7 @@ def group_options(ctx: RecipeContext, query, group: str) -> list[dict]:
 
 def why_lines(options) -> list[tuple[str, str]]:
     """The "Why N unavailable" list of a group: one ``(labels, reason)`` line
-    per distinct reason, in option order (README: "one line per distinct
+    per distinct reason, in option order (docs/page.md: "one line per distinct
     reason"). Reasons that differ only in one number (besides the option's
     own label) are one line, the numbers that vary listed, runs of
     consecutive ones as a range ("TP 40, 56, 64 … does not divide …"), the
@@ -507,6 +507,8 @@ def _context(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, lis
     (``composer.dimensions.CONTEXTS``); it changes no command."""
     from composer.dimensions import CONTEXTS
 
+    if ctx.is_omni:  # no KV-cache figures to state it for (memory.OMNI_STAGES)
+        return {"context": []}
     return {"context": [{"id": c, "label": f"{n:,} tokens", "description": f"Maximum concurrency at {n:,} tokens per request.",
                          "selected": c == sel.context, "disabled": False, "reason": None,
                          "query": base.with_values(context=c).query()} for c, n in CONTEXTS.items()]}

@@ -335,8 +335,10 @@ class Capacity:
         format (``format_gib``): ``gpu_model_runner.py:5089`` (the start of its
         line: the load time is not estimated), ``gpu_worker.py:773``,
         ``kv_cache_planning.py:1393-1410`` with ``--max-model-len auto`` and
-        ``kv_cache_utils.py:1146-1153``."""
-        if self.kv_gib is None:
+        ``kv_cache_utils.py:1146-1153``. None where a rank's weights exceed its
+        GPU's memory: loading them fails before any of these lines (a fresh
+        user saw "Model loading took 162.98 GiB" for an 80 GiB H100)."""
+        if self.kv_gib is None or (self.torch_gib and (self.weights_gib or 0) > self.torch_gib):
             return ()
         kv = f"{format_gib(self.kv_gib)} GiB GPU"
         lines = [f"Model loading took {format_gib(self.weights_gib)} GiB memory",

@@ -376,14 +376,7 @@ def _verified_exactly(ctx: RecipeContext, sel: Selection) -> bool:
     recipe's choices (``departures``) do not count here: the run shows that the
     estimate undercounts on this hardware and strategy, and a changed feature
     or knob does not make it right."""
-    if not _recorded_run(ctx, sel):
-        return False
-    if any(c.hardware == sel.hardware for c in ctx.recipe.meta.verified_configs):
-        return True  # _recorded_run matched the strategy
-    if ctx.recipe.default_strategy:
-        return sel.strategy == ctx.recipe.default_strategy
-    st = ctx.strategy(sel.strategy)
-    return st.deploy_type == "single_node" and st.kind == RECOMMENDED_SINGLE[0]
+    return _recorded_run(ctx, sel) and sel.strategy == _run_strategy(ctx, sel)
 
 
 def _set_after_advanced(ctx: RecipeContext, sel: Selection, name: str, pool: str | None) -> bool:
@@ -457,9 +450,13 @@ def _kv_capacity_notice(ctx, sel, lay, cap, scope, where, notices: Notices, fp8,
             f"maximum concurrency {cap.concurrency:.2f}x for --max-model-len {cap.max_model_len:,} ({how}), "
             "less than one sequence")
     fix_text = "; ".join(f.label for f in fixes) or "more GPUs"
-    if _verified_exactly(ctx, sel):
+    changed = departures(ctx, sel) if _verified_exactly(ctx, sel) else []
+    if _verified_exactly(ctx, sel) and (not changed or _run_short(ctx, sel, scope)):
+        run = ("the recipe marks this configuration verified" if not changed else
+               f"the recipe records a run of this hardware and strategy with its defaults, for which the estimate is "
+               f"short too (this plan differs: {', '.join(changed)})")
         notices.add("warning", "kv-capacity-disagrees",
-                    f"{told}, yet the recipe marks this configuration verified: the estimate and the recipe disagree "
+                    f"{told}, yet {run}: the estimate and the recipe disagree "
                     f"(vLLM would refuse to start if the estimate were right). If it does not start: {fix_text}.",
                     subject="--max-model-len", old=cap.max_model_len, new=fits, reason="estimate below one sequence",
                     fixes=tuple(fixes))
@@ -753,9 +750,10 @@ def verification(ctx: RecipeContext, sel: Selection) -> dict:
     changed = departures(ctx, sel)
     if changed:
         return {"verified": False,
-                "verification": f"Verified on {what} with the recipe's defaults; your changes ({', '.join(changed)}) are composed, not verified",
+                "verification": f"Composed, not verified: differs ({', '.join(changed)}) from the recipe's verified run "
+                                f"on {what}",
                 "verification_detail": "The recipe records a run of this " + ("hardware and strategy" if configs else "hardware")
-                + " with its default choices. What you changed (" + ", ".join(changed) + ") was not part of that run: "
+                + " with its default choices. What this plan does differently (" + ", ".join(changed) + ") was not part of that run: "
                 "the commands are built by the same rules and checked against vLLM " + vllm_cli.VERSION
                 + "'s options; test them before relying on them."}
     return {"verified": True, "verification": f"Verified on {what}",
@@ -769,24 +767,62 @@ NOT_VERIFIED = ("Built from the recipe by the same rules as verified configurati
 """The badge's title where the recipe records no run of the hardware and strategy."""
 
 
-def departures(ctx: RecipeContext, sel: Selection) -> list[str]:
-    """What ``sel`` changed from the recipe's own choices on its hardware and
-    strategy (the selection a link with only those two resolves to), in words:
-    ``["Speculative decoding", "no Reasoning", "KV offload LMCache", "3 nodes"]``.
-    A recipe's ``verified_configs`` name a hardware and a strategy; the run they
-    record is with the recipe's defaults, so a plan that departs from them is
-    composed, not verified (issue 21: the badge stayed green over a feature that
-    changed the commands). The output form, CUDA image, task and the capacity
-    line's context do not change what runs, and are not compared."""
-    base, _ = resolve(ctx, parse_query({"hardware": sel.hardware, "strategy": sel.strategy,
+def _run_strategy(ctx: RecipeContext, sel: Selection) -> str | None:
+    """The strategy of the run the recipe records on ``sel``'s hardware, the
+    rule of ``_verified_exactly``: ``sel``'s own where ``meta.verified_configs``
+    names it there, else the recipe's ``default_strategy``, else its
+    single-node strategy of kind ``tp``; None where none is known."""
+    if any(c.hardware == sel.hardware for c in ctx.recipe.meta.verified_configs):
+        return sel.strategy if any(c.hardware == sel.hardware and c.strategy == sel.strategy
+                                   for c in ctx.recipe.meta.verified_configs) else None
+    if ctx.recipe.default_strategy:
+        return ctx.recipe.default_strategy
+    return next((s for s in ctx.strategies if ctx.strategy(s).deploy_type == "single_node"
+                 and ctx.strategy(s).kind == RECOMMENDED_SINGLE[0]), None)
+
+
+def run_selection(ctx: RecipeContext, sel: Selection) -> Selection:
+    """The selection of the run the recipe records on ``sel``'s hardware: what
+    a link naming only the hardware and the run's strategy (``_run_strategy``;
+    ``sel``'s where none is known) resolves to, with ``sel``'s task."""
+    base, _ = resolve(ctx, parse_query({"hardware": sel.hardware, "strategy": _run_strategy(ctx, sel) or sel.strategy,
                                         **({"task": sel.task} if sel.task else {})}))
+    return base
+
+
+def departures(ctx: RecipeContext, sel: Selection) -> list[str]:
+    """How ``sel`` differs from the run the recipe records on its hardware
+    (``run_selection``), in words: ``["strategy Single-node DEP",
+    "Speculative decoding (EAGLE-3)", "no Reasoning", "KV offload LMCache",
+    "3 nodes"]``. A recorded run is of the recipe's own choices, so a plan that
+    differs is composed, not verified (issue 21: the badge stayed green over a
+    feature that changed the commands). A difference may follow from another
+    (a knob that needs fewer nodes): both are named, as what differs, not as
+    what the person chose. The output form, CUDA image, task and the capacity
+    line's context do not change what runs, and are not compared."""
+    from composer.modes import mode_label
+
+    base = run_selection(ctx, sel)
     out: list[str] = []
+    if sel.strategy != base.strategy:
+        out.append(f"strategy {ctx.strategy_label(sel.strategy)}")
     if sel.variant != base.variant:
         out.append(f"variant {ctx.variant_label(sel.variant)}")
-    out += [feature_label(ctx, f) for f in sel.features if f not in base.features]
+    base_modes = dict(base.modes)
+    for f in sel.features:
+        mode = sel.mode(f)
+        if f not in base.features:
+            out.append(feature_label(ctx, f) + (f" ({mode_label(ctx, f, mode)})" if mode else ""))
+        elif mode and mode != base_modes.get(f):
+            out.append(f"{feature_label(ctx, f)} {mode_label(ctx, f, mode)}")
     out += [f"no {feature_label(ctx, f)}" for f in base.features if f not in sel.features]
-    out += [f"{feature_label(ctx, f)} {m}" for f, m in sel.modes if (f, m) not in base.modes and f in base.features]
-    out += [ctx.advanced_label(a) for a in sel.advanced if a not in base.advanced]
+    extra = [a for a in sel.advanced if a not in base.advanced]
+    if extra:  # a knob whose flags the run's commands already have changes nothing (a fresh user's finding)
+        from composer.controls import _in_force, _role_layers
+
+        composed = _role_layers(ctx, base)
+        knobs = {k.id: k for k in ctx.advanced_knobs(sel.strategy)}
+        out += [ctx.advanced_label(a) for a in extra if a not in knobs or not _in_force(ctx, composed, knobs[a].args)]
     if sel.kv_offload != base.kv_offload:
         out.append(f"KV offload {ctx.kv_label(sel.kv_offload)}" if sel.kv_offload else "no KV offload")
     for name in POOLS:
@@ -798,6 +834,14 @@ def departures(ctx: RecipeContext, sel: Selection) -> list[str]:
     if sel.instances != base.instances:
         out.append(f"{sel.instances} instances")
     return out
+
+
+def _run_short(ctx: RecipeContext, sel: Selection, scope: str) -> bool:
+    """Whether the estimate finds the KV cache of the recorded run
+    (``run_selection``) short of one sequence in ``scope`` too: only then does
+    the run contradict the estimate (``_kv_capacity_notice``)."""
+    caps = build_commands(ctx, run_selection(ctx, sel), Notices(), lite=True)[1]
+    return any(c.scope == scope and c.max_concurrency is not None and c.max_concurrency < 1 for c in caps)
 
 
 def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[Command], notices: Notices) -> None:

@@ -683,5 +683,21 @@ def test_vllm_omni_recipes_offer_only_their_own_advanced_knobs():
     assert len(said) == 1 and "kv-cache-dtype fp8 and gpu-memory-utilization 0.95 are not emitted" in said[0]["message"]
     assert "omni_config.py:384-398" in said[0]["message"]
     assert not [o for o in out["options"].get("advanced", []) if o["id"] in ("kv_fp8", "gpu_mem_095")]
+    # groups with nothing to offer are not drawn (a fresh user saw an empty Advanced group), and the
+    # context the capacity line states a concurrency for has no KV figures to apply to here
+    assert out["options"]["context"] == [] and out["kinds"]["advanced"]["shown_from"] == 1
     llm = make_context("Qwen/Qwen3-8B", load_recipe(CORPUS, "Qwen/Qwen3-8B"), public)
     assert "kv_fp8" in {k.id for k in llm.advanced_knobs(llm.strategies[0])}
+
+
+def test_no_start_up_log_where_a_rank_cannot_load_its_weights():
+    """A fresh user's finding: K3 on one H100 node showed "Model loading took
+    162.98 GiB memory" and "Available KV cache memory: -96.83 GiB" as what vLLM
+    would log on an 80 GiB GPU; loading fails before either line. The account
+    (the reason) stays."""
+    rid = "moonshotai/Kimi-K3"
+    ctx = make_context(rid, load_recipe(ROOT / "recipes", rid), load_catalog(ROOT / "recipes"))
+    cap = compose(ctx, "hardware=h100&nodes=1&strategy=single_node_tp")["capacity"][0]
+    assert cap["weights_gib"] > cap["torch_gib"] and cap["log"] == [] and cap["message"]
+    fits = compose(ctx, "hardware=b300")["capacity"][0]
+    assert fits["log"] and fits["log"][0].startswith("Model loading took")

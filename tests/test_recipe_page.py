@@ -285,3 +285,36 @@ def test_the_built_page_has_guide_header_and_checkpoint(tmp_path):
     assert f'href="https://huggingface.co/{data["model"]["model_id"]}"' in html
     scripts = [a for t, a in elements(html) if t == "script"]
     assert all(a.get("src") or a.get("type") == "application/json" for a in scripts)
+
+
+def test_what_the_context_choice_changes_stays_in_view():
+    """An adversarial finding: with the account folded, the Context control
+    changed nothing visible. The concurrency at the chosen length is a line
+    of its own over the fold, and a length over --max-model-len says vLLM
+    refuses it."""
+    from pathlib import Path
+
+    from jinja2 import FileSystemLoader
+
+    from composer.api import make_context
+    from composer.buildtime.loader import load_catalog, load_recipe
+    from composer.render import PageRenderer, environment
+
+    renderer = PageRenderer(environment(FileSystemLoader(ROOT / "site_src")))
+    rid = "moonshotai/Kimi-K3"
+    k3 = make_context(rid, load_recipe(ROOT / "recipes", rid), load_catalog(ROOT / "recipes"))
+    seen = {}
+    for context, tokens in (("8k", "8,192"), ("128k", "131,072")):
+        plan = compose_page(k3, f"context={context}")
+        html = renderer.fragments(plan, ("capacity",))["capacity"]
+        shown = html.split('<details class="cap-how">')[0]
+        assert f"Concurrency for {tokens}-token requests (Context): {plan['capacity'][0]['context_concurrency']:.2f}x" in shown
+        seen[context] = shown
+    assert seen["8k"] != seen["128k"]
+    corpus = Path(ROOT.parent / "shared" / "upstream-recipes")
+    lfm = make_context("LiquidAI/LFM2.5-1.2B-Base", load_recipe(corpus, "LiquidAI/LFM2.5-1.2B-Base"), load_catalog(corpus))
+    plan = compose_page(lfm, "hardware=h100&context=128k")
+    html = renderer.fragments(plan, ("capacity",))["capacity"]
+    assert plan["capacity"][0]["max_model_len"] < 131_072
+    assert ("The 131,072-token requests asked for (Context) are longer than --max-model-len "
+            f"{plan['capacity'][0]['max_model_len']:,}: vLLM refuses them.") in html.split('<details class="cap-how">')[0]

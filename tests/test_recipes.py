@@ -4,6 +4,7 @@ every recipe relies on (feature ownership by value, dense models without EP)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import jsonschema
@@ -149,19 +150,61 @@ def test_json_api_documents(tmp_path):
     ("hardware=gb200&strategy=pd_cluster", True, "Prefill/Decode"),
     # issue 21: a verified run is the recipe's defaults; what the person changed is not part of it
     ("hardware=gb200&strategy=pd_cluster&features=spec_decoding,tool_calling,reasoning", False,
-     "with the recipe's defaults; your changes (Speculative decoding) are composed, not verified"),
-    ("kv_offload=lmcache&advanced=kv_fp8", False, "(kv-cache-dtype fp8, KV offload LMCache) are composed"),
+     "Composed, not verified: differs (Speculative decoding) from the recipe's verified run on GB200 NVL4 · Prefill/"),
+    ("kv_offload=lmcache&advanced=kv_fp8", False, "differs (KV offload LMCache) from"),  # fp8 is in force already
     ("features=tool_calling", False, "(no Reasoning)"),
-    ("hardware=h200&strategy=multi_node_tep&nodes=3", False, "(3 nodes) are composed, not verified"),
+    ("hardware=h200&strategy=multi_node_tep&nodes=3", False, "Composed, not verified: differs (3 nodes) from"),
+    # a knob whose flag the run's commands already have changes nothing (a fresh user's finding)
+    ("hardware=gb200&strategy=pd_cluster&advanced=gpu_mem_095", True, "Verified on GB200 NVL4 · Prefill/Decode"),
     ("install=k8s&context=128k", True, "Verified on B300 · Single-node TP"),  # how it is shown does not count
 ])
 def test_verified_mark_only_for_verified_combinations(catalog, query, verified, words):
     plan = compose_page(ctx_for("moonshotai/Kimi-K3", catalog), query)
     assert plan["verified"] is verified
     assert words in plan["verification"]
-    assert ("records a run" in plan["verification_detail"]) is ("Composed" not in plan["verification"]
-                                                               and "this strategy is composed" not in plan["verification"])
-    assert ("was not part of that run" in plan["verification_detail"]) is ("with the recipe's defaults" in plan["verification"])
+    # the tooltip speaks of the recorded run where there is one: this plan's, or the one it differs from
+    assert ("records a run" in plan["verification_detail"]) is (plan["verified"] or "verified run" in plan["verification"])
+    assert ("was not part of that run" in plan["verification_detail"]) is ("verified run" in plan["verification"])
+
+
+def test_a_hardware_level_run_is_of_the_recipes_default_strategy():
+    """An adversarial finding: GLM-4.5 marks H200 verified and lists no
+    verified_configs, so the run is its default strategy (the rule of the
+    capacity check, ``_verified_exactly``); another strategy was green
+    "Verified on H200" with a tooltip saying the recipe ran the choices shown,
+    while the estimate refused it."""
+    public = load_catalog(CORPUS)
+    glm = make_context("zai-org/GLM-4.5", load_recipe(CORPUS, "zai-org/GLM-4.5"), public)
+    plan = compose_page(glm, "hardware=h200&strategy=single_node_dep")
+    assert plan["verified"] is False and plan["verification"].startswith("Composed, not verified: differs (strategy ")
+    assert compose_page(glm, "hardware=h200")["verified"] is True
+
+
+def test_a_method_is_named_with_the_feature(catalog):
+    """A feature switched on with a method other than its default names the
+    method (its label), as the page shows it."""
+    llama = ctx_for("meta-llama/Llama-3.3-70B-Instruct", catalog)
+    on = compose_page(llama, "hardware=h200&features=spec_decoding&fmode=spec_decoding:eagle3")
+    assert on["verified"] is False and "differs (Speculative decoding (EAGLE-3), no Tool calling) from" in on["verification"]
+
+
+def test_capacity_doubt_of_a_run_holds_only_where_the_run_is_short_too(tmp_path):
+    """The kv-capacity error becomes the warning kv-capacity-disagrees on a
+    recorded run only when the estimate finds the run itself short too: then
+    the run shows the estimate wrong. A change that makes a run that fits
+    short (here a recipe knob lowering --gpu-memory-utilization on K3's
+    verified B300 single-node TP) is the error it is (an adversarial finding:
+    a change the run never had was let through on the run's word)."""
+    shutil.copytree(RECIPES, tmp_path / "r")
+    path = tmp_path / "r" / "models" / "moonshotai" / "Kimi-K3.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["advanced_options"] = [{"id": "low_util", "label": "low util", "args": ["--gpu-memory-utilization", "0.67"]}]
+    path.write_text(yaml.safe_dump(data))
+    k3 = make_context("moonshotai/Kimi-K3", load_recipe(tmp_path / "r", "moonshotai/Kimi-K3"), load_catalog(tmp_path / "r"))
+    assert compose_page(k3, "")["verified"] is True
+    low = compose_page(k3, "advanced=low_util&strategy=single_node_tp&nodes=1")
+    codes = [n["code"] for n in low["notices"]]
+    assert "kv-capacity" in codes and "kv-capacity-disagrees" not in codes and low["status"] == "error"
 
 
 def test_switching_variant_or_hardware_keeps_what_still_works(catalog):

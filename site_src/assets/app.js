@@ -487,14 +487,28 @@
   });
   // The explanation of the option under the pointer or keyboard focus, shown
   // under its group (tooltips alone are invisible on touch screens).
+  // The hint only grows while the pointer or focus stays in its group: a shorter
+  // hint moved the options up under a resting pointer, which then showed the
+  // longer one again, and the column shook forever (a fresh user's finding at
+  // 1280 px, with the controls column scrolled to its end).
   function showHint(ev) {
     const label = ev.target.closest && ev.target.closest("label.opt");
     if (!label) return;
     const hint = label.closest("fieldset").querySelector(".hint");
-    if (hint) hint.textContent = label.getAttribute("title") || "";
+    if (!hint) return;
+    hint.textContent = label.getAttribute("title") || "";
+    hint.style.minHeight = Math.max(hint.offsetHeight, parseFloat(hint.style.minHeight) || 0) + "px";
+  }
+  function releaseHint(ev) {
+    const fs = ev.target.closest && ev.target.closest("fieldset");
+    if (!fs || (ev.relatedTarget && fs.contains(ev.relatedTarget))) return;
+    const hint = fs.querySelector(".hint");
+    if (hint) hint.style.minHeight = "";
   }
   document.getElementById("controls").addEventListener("focusin", showHint);
   document.getElementById("controls").addEventListener("mouseover", showHint);
+  document.getElementById("controls").addEventListener("mouseout", releaseHint);
+  document.getElementById("controls").addEventListener("focusout", releaseHint);
   window.addEventListener("popstate", () => apply(planQuery(location.search), false));
 
   // Tabs: click and arrow keys (WAI-ARIA tabs pattern); copy and download buttons.

@@ -87,7 +87,7 @@ def test_embed_at_900(page, server):
     assert height <= 5_000, height
     assert not tabs_reachable(page)
     # the placeholders panel is one column at its own width, even though the viewport is wider than a phone
-    cols = page.evaluate("() => getComputedStyle(document.querySelector('label.ph')).gridTemplateColumns.split(' ').length")
+    cols = page.evaluate("() => getComputedStyle(document.querySelector('.ph-grid')).gridTemplateColumns.split(' ').length")
     assert cols == 1
 
 
@@ -95,13 +95,15 @@ def test_placeholders_follow_their_own_width_not_the_viewport(page, server):
     page.set_viewport_size({"width": 1440, "height": 900})
     page.goto(server + K3 + PLANS["multi"])
     wait_ready(page)
-    cols = """() => [getComputedStyle(document.querySelector('.ph-grid')).gridTemplateColumns.split(' ').length,
-                     getComputedStyle(document.querySelector('label.ph')).gridTemplateColumns.split(' ').length]"""
+    cols = """() => { const l = document.querySelector('label.ph'), r = (s) => l.querySelector(s).getBoundingClientRect();
+      return [getComputedStyle(document.querySelector('.ph-grid')).gridTemplateColumns.split(' ').length,
+              Math.abs(r('input').top - r('.ph-name').top) < 12, r('input').top > r('.ph-meaning').top]; }"""
     wide = page.evaluate(cols)
     page.evaluate("() => { document.getElementById('placeholders').style.width = '420px'; }")
     narrow = page.evaluate(cols)
-    # wide: two cards a row, each its name and field on a line (the meaning under them); narrow: one column
-    assert wide == [2, 2] and narrow == [1, 1]
+    # wide: two cards a row, each its name and field on a line, the meaning under them;
+    # narrow: one column, the name, its meaning, then the field
+    assert wide == [2, True, False] and narrow == [1, False, True]
 
 
 def test_pd_commands_start_in_the_second_screen_at_1280(page, server):
@@ -298,3 +300,25 @@ def test_kubernetes_mode_shows_preflight_not_pip_or_head_ip(page, server):
     assert "Before you apply" in extras and "kubectl apply -f Kimi-K3-h200.yaml" in extras
     assert "$HEAD_IP" not in extras and "uv pip install" not in extras
     assert json.loads(page.evaluate("() => JSON.stringify(document.querySelectorAll('#extras ul.preflight li').length)")) >= 5
+
+
+def test_a_hint_never_shrinks_under_the_pointer(page, server):
+    """A fresh user's finding at 1280 px: resting the pointer on an Advanced
+    knob made the column shake forever (a shorter hint moved the options up
+    under the pointer, which showed the longer hint again). Within its group
+    the hint only grows; leaving the group lets it shrink."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(server + K3)
+    wait_ready(page)
+    labels = page.locator('fieldset[data-dim="advanced"] label.opt')
+    titles = [labels.nth(i).get_attribute("title") or "" for i in range(labels.count())]
+    long_i = max(range(len(titles)), key=lambda i: len(titles[i]))
+    short_i = min(range(len(titles)), key=lambda i: len(titles[i]))
+    hint = page.locator('fieldset[data-dim="advanced"] .hint')
+    labels.nth(long_i).hover()
+    tall = hint.evaluate("h => h.getBoundingClientRect().height")
+    labels.nth(short_i).hover()
+    assert hint.inner_text() == titles[short_i]
+    assert hint.evaluate("h => h.getBoundingClientRect().height") >= tall - 0.5
+    page.mouse.move(5, 5)  # out of the group: it may shrink again
+    page.wait_for_function("() => document.querySelector('fieldset[data-dim=\"advanced\"] .hint').style.minHeight === ''")
