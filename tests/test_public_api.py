@@ -24,7 +24,7 @@ PUBLIC = ["compose", "compose_page", "make_context"]  # compose_json went with i
 # without them, and the package docstring promises the loader is not imported).
 BUILD_TIME = ["composer.buildtime.checks", "composer.buildtime.wasm_data", "composer.buildtime.cli", "composer.buildtime.comments", "composer.buildtime.docstrings", "composer.buildtime.guide", "composer.buildtime.import_cli",
               "composer.buildtime.loader", "composer.buildtime.public_api", "composer.buildtime.repair", "composer.buildtime.routes",
-              "composer.buildtime.validate", "composer.buildtime.vllm_cli_gen"]
+              "composer.buildtime.sparse", "composer.buildtime.validate", "composer.buildtime.vllm_cli_gen"]
 
 
 def test_build_time_is_exactly_the_buildtime_folder():
