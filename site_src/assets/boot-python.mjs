@@ -47,6 +47,12 @@ def _warm_up(text):
     for query in data["queries"]:
         _render.plan_json(data["recipe"], data["catalog"], query)
     _api.context_from_json.cache_clear()
+    # The warm-up recipe's own words and values (its argv, key paths, quoted words, checked flags) are
+    # no use to another recipe, and as live objects they keep Python's memory arenas from being freed.
+    import composer.argv, composer.keypaths, composer.shell, composer.vllm_cli
+    for memo in (composer.argv._parse_cached, composer.keypaths._joined, composer.shell.quote,
+                 composer.vllm_cli._checked_unit):
+        memo.cache_clear()
 _warm_up(_warm)
 del _warm_up, _warm, _json, _api, _render
 `;
