@@ -29,7 +29,7 @@ from composer.parallel import KINDS, layout_problem, node_units, serves_api, sha
 from composer.query import Request, parse_query
 from composer.dimensions import POOLS, Selection
 from composer.forms import FORMS, FormInput
-from composer.resolve import RECOMMENDED_SINGLE, feature_label, layout_for, pool_layout, resolve, util_in_force
+from composer.resolve import feature_label, layout_for, pool_layout, resolve, util_in_force
 from composer.shell import command_text, env_text, recipe_command
 
 LAYER_LABELS = {
@@ -450,8 +450,9 @@ def _kv_capacity_notice(ctx, sel, lay, cap, scope, where, notices: Notices, fp8,
             f"maximum concurrency {cap.concurrency:.2f}x for --max-model-len {cap.max_model_len:,} ({how}), "
             "less than one sequence")
     fix_text = "; ".join(f.label for f in fixes) or "more GPUs"
-    changed = departures(ctx, sel) if _verified_exactly(ctx, sel) else []
-    if _verified_exactly(ctx, sel) and (not changed or _run_short(ctx, sel, scope)):
+    recorded = _verified_exactly(ctx, sel)
+    changed = departures(ctx, sel) if recorded else []
+    if recorded and (not changed or _run_short(ctx, sel, scope)):
         run = ("the recipe marks this configuration verified" if not changed else
                f"the recipe records a run of this hardware and strategy with its defaults, for which the estimate is "
                f"short too (this plan differs: {', '.join(changed)})")
@@ -768,26 +769,32 @@ NOT_VERIFIED = ("Built from the recipe by the same rules as verified configurati
 
 
 def _run_strategy(ctx: RecipeContext, sel: Selection) -> str | None:
-    """The strategy of the run the recipe records on ``sel``'s hardware, the
-    rule of ``_verified_exactly``: ``sel``'s own where ``meta.verified_configs``
-    names it there, else the recipe's ``default_strategy``, else its
-    single-node strategy of kind ``tp``; None where none is known."""
+    """The strategy of the run the recipe records on ``sel``'s hardware (the
+    rule of ``_verified_exactly`` and of the badge): ``sel``'s own where
+    ``meta.verified_configs`` names it there (None where they name others);
+    else, a GPU marked verified with no strategy named, the strategy the page
+    opens on that GPU (a link naming only the hardware: the recipe's
+    ``default_strategy`` where it holds the weights, else the first that
+    does). A single-node strategy that cannot load the weights there is no run
+    (an adversarial finding: DeepSeek-R1's single-node TP on GB200 was green
+    while the multi-node plan the page opens was not)."""
     if any(c.hardware == sel.hardware for c in ctx.recipe.meta.verified_configs):
         return sel.strategy if any(c.hardware == sel.hardware and c.strategy == sel.strategy
                                    for c in ctx.recipe.meta.verified_configs) else None
-    if ctx.recipe.default_strategy:
-        return ctx.recipe.default_strategy
-    return next((s for s in ctx.strategies if ctx.strategy(s).deploy_type == "single_node"
-                 and ctx.strategy(s).kind == RECOMMENDED_SINGLE[0]), None)
+    from composer.canonical import resolved_with_notices
+
+    return resolved_with_notices(ctx, {"hardware": sel.hardware})[0].strategy
 
 
 def run_selection(ctx: RecipeContext, sel: Selection) -> Selection:
     """The selection of the run the recipe records on ``sel``'s hardware: what
     a link naming only the hardware and the run's strategy (``_run_strategy``;
-    ``sel``'s where none is known) resolves to, with ``sel``'s task."""
-    base, _ = resolve(ctx, parse_query({"hardware": sel.hardware, "strategy": _run_strategy(ctx, sel) or sel.strategy,
-                                        **({"task": sel.task} if sel.task else {})}))
-    return base
+    ``sel``'s where none is known) resolves to, with ``sel``'s task (cached on
+    the context, ``canonical.resolved_with_notices``)."""
+    from composer.canonical import resolved_with_notices
+
+    values = {"hardware": sel.hardware, "strategy": _run_strategy(ctx, sel) or sel.strategy}
+    return resolved_with_notices(ctx, {**values, **({"task": sel.task} if sel.task else {})})[0]
 
 
 def departures(ctx: RecipeContext, sel: Selection) -> list[str]:
@@ -830,7 +837,7 @@ def departures(ctx: RecipeContext, sel: Selection) -> list[str]:
         if mine and mine != theirs:
             out.append(f"{name} {mine.nodes} × {mine.mode.upper()}")
     if sel.nodes != base.nodes and not sel.prefill:
-        out.append(f"{sel.nodes} nodes")
+        out.append(f"{sel.nodes} node{'s' if sel.nodes != 1 else ''}")
     if sel.instances != base.instances:
         out.append(f"{sel.instances} instances")
     return out
@@ -840,8 +847,13 @@ def _run_short(ctx: RecipeContext, sel: Selection, scope: str) -> bool:
     """Whether the estimate finds the KV cache of the recorded run
     (``run_selection``) short of one sequence in ``scope`` too: only then does
     the run contradict the estimate (``_kv_capacity_notice``)."""
-    caps = build_commands(ctx, run_selection(ctx, sel), Notices(), lite=True)[1]
-    return any(c.scope == scope and c.max_concurrency is not None and c.max_concurrency < 1 for c in caps)
+    run = run_selection(ctx, sel)
+
+    def short() -> bool:
+        caps = build_commands(ctx, run, Notices(), lite=True)[1]
+        return any(c.scope == scope and c.max_concurrency is not None and c.max_concurrency < 1 for c in caps)
+
+    return ctx.cache("memo:run-short").get((run, scope), short)
 
 
 def kv_memory_notice(ctx: RecipeContext, sel: Selection, commands: list[Command], notices: Notices) -> None:

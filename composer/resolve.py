@@ -421,6 +421,10 @@ def _step_context(ctx: RecipeContext, req: Request, d: _Draft, n: Notices) -> _D
     want = req.get("context")
     if want is None:
         return d
+    if ctx.is_omni:  # no KV-cache figures to state a concurrency for (memory.OMNI_STAGES)
+        n.add("warning", "query-ignored", "The parameter context applies only where the capacity line gives KV-cache "
+              "figures, which vLLM-Omni recipes do not; it was ignored.")
+        return d
     if want not in CONTEXTS:
         n.add("warning", "invalid-context", f"The value context={_short(want)} is not {_or(list(CONTEXTS))}; "
               f"{DEFAULT_CONTEXT} is shown.")

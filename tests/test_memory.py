@@ -686,6 +686,8 @@ def test_vllm_omni_recipes_offer_only_their_own_advanced_knobs():
     # groups with nothing to offer are not drawn (a fresh user saw an empty Advanced group), and the
     # context the capacity line states a concurrency for has no KV figures to apply to here
     assert out["options"]["context"] == [] and out["kinds"]["advanced"]["shown_from"] == 1
+    kept = compose_page(omni, "context=128k")  # nor is it kept in the link with no control to change it
+    assert "context=" not in kept["url"] and "query-ignored" in [n["code"] for n in kept["notices"]]
     llm = make_context("Qwen/Qwen3-8B", load_recipe(CORPUS, "Qwen/Qwen3-8B"), public)
     assert "kv_fp8" in {k.id for k in llm.advanced_knobs(llm.strategies[0])}
 

@@ -178,6 +178,13 @@ def test_a_hardware_level_run_is_of_the_recipes_default_strategy():
     plan = compose_page(glm, "hardware=h200&strategy=single_node_dep")
     assert plan["verified"] is False and plan["verification"].startswith("Composed, not verified: differs (strategy ")
     assert compose_page(glm, "hardware=h200")["verified"] is True
+    # the strategy the page opens on that GPU is the run: a single-node strategy that cannot load the weights
+    # there is not (the second adversarial pass: DeepSeek-R1's single-node TP on GB200 was the green one)
+    r1 = make_context("deepseek-ai/DeepSeek-R1", load_recipe(CORPUS, "deepseek-ai/DeepSeek-R1"), public)
+    opened = compose_page(r1, "hardware=gb200")
+    assert opened["status"] == "ok" and opened["verified"] is True
+    single = compose_page(r1, "hardware=gb200&strategy=single_node_tp")
+    assert single["status"] == "error" and single["verified"] is False and "1 node)" in single["verification"]
 
 
 def test_a_method_is_named_with_the_feature(catalog):
