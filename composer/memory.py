@@ -519,6 +519,17 @@ def batch_defaults(total_gib: float, small: bool = False) -> tuple[int, int]:
     return BATCH_DEFAULTS[-1][1], BATCH_DEFAULTS[-1][2]
 
 
+def scheduler_defaults(ctx: RecipeContext, hw_id: str) -> dict[str, str]:
+    """vLLM's own ``--max-num-batched-tokens`` and ``--max-num-seqs`` for the
+    API server on ``hw_id`` when a command sets neither (``batch_defaults``),
+    as flag name → value text."""
+    from composer.launch import CUDA_CAPABILITY  # at call time: composer.launch imports this module
+
+    hw = ctx.hw(hw_id)
+    tokens, seqs = batch_defaults(torch_gib(ctx, hw_id), small_batch_tier(hw.display_name, CUDA_CAPABILITY.get(hw_id)))
+    return {"max-num-batched-tokens": str(tokens), "max-num-seqs": str(seqs)}
+
+
 def small_batch_tier(device: str, capability: tuple[int, int] | None) -> bool:
     """Whether vLLM keeps a GPU on the small batch tier despite its memory:
     an A100 by name, a GB10 by compute capability 12.1

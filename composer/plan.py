@@ -824,12 +824,13 @@ def departures(ctx: RecipeContext, sel: Selection) -> list[str]:
             out.append(f"{feature_label(ctx, f)} {mode_label(ctx, f, mode)}")
     out += [f"no {feature_label(ctx, f)}" for f in base.features if f not in sel.features]
     extra = [a for a in sel.advanced if a not in base.advanced]
-    if extra:  # a knob whose flags the run's commands already have changes nothing (a fresh user's finding)
-        from composer.controls import _in_force, _role_layers
+    if extra:  # a knob that changes no value of the run's commands is no difference
+        from composer.controls import _role_layers
 
         composed = _role_layers(ctx, base)
         knobs = {k.id: k for k in ctx.advanced_knobs(sel.strategy)}
-        out += [ctx.advanced_label(a) for a in extra if a not in knobs or not _in_force(ctx, composed, knobs[a].args)]
+        out += [ctx.advanced_label(a) for a in extra
+                if a not in knobs or not _changes_nothing(ctx, base, composed, knobs[a].args)]
     if sel.kv_offload != base.kv_offload:
         out.append(f"KV offload {ctx.kv_label(sel.kv_offload)}" if sel.kv_offload else "no KV offload")
     for name in POOLS:
@@ -841,6 +842,28 @@ def departures(ctx: RecipeContext, sel: Selection) -> list[str]:
     if sel.instances != base.instances:
         out.append(f"{sel.instances} instances")
     return out
+
+
+def _changes_nothing(ctx: RecipeContext, run: Selection, composed: list, args) -> bool:
+    """Whether an Advanced knob's ``args`` leave the run's commands as they are:
+    every flag is already there with that value (``controls._in_force``: a
+    fresh user's finding, gpu-memory-utilization 0.95 on GB200 P/D), or is
+    unset there and the value is vLLM's own default on that hardware
+    (``memory.scheduler_defaults``: an adversarial finding,
+    max-num-batched-tokens 8192 on an H100)."""
+    from composer.argv import parse_tokens
+    from composer.controls import _in_force
+    from composer.memory import scheduler_defaults
+
+    if _in_force(ctx, composed, args):
+        return True
+    try:
+        units = parse_tokens(list(args))
+    except ValueError:
+        return False
+    defaults = scheduler_defaults(ctx, run.hardware)
+    return all(all(argv.get(u.key) is None for argv in composed) and u.value is not None
+               and defaults.get(u.key) == u.value for u in units)
 
 
 def _run_short(ctx: RecipeContext, sel: Selection, scope: str) -> bool:

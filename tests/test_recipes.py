@@ -187,6 +187,20 @@ def test_a_hardware_level_run_is_of_the_recipes_default_strategy():
     assert single["status"] == "error" and single["verified"] is False and "1 node)" in single["verification"]
 
 
+def test_a_knob_that_restates_vllms_default_is_no_difference(catalog):
+    """The second adversarial pass: max-num-batched-tokens 8192 is vLLM's own
+    default on an H100 (memory.scheduler_defaults, arg_utils.py
+    get_batch_defaults), so on MiniMax-M2's verified H100 run, whose commands
+    leave it unset, ticking it changes nothing; on a B300 (≥ 160 GiB: 16384)
+    it is a difference."""
+    public = load_catalog(CORPUS)
+    m2 = make_context("MiniMaxAI/MiniMax-M2", load_recipe(CORPUS, "MiniMaxAI/MiniMax-M2"), public)
+    assert compose_page(m2, "hardware=h100&advanced=max_batched_8k")["verified"] is True
+    assert compose_page(m2, "hardware=h100&advanced=max_num_seqs_256")["verified"] is False  # 1024 there
+    k3 = compose_page(ctx_for("moonshotai/Kimi-K3", catalog), "advanced=max_batched_8k")
+    assert k3["verified"] is False and "differs (max-num-batched-tokens 8192)" in k3["verification"]
+
+
 def test_a_method_is_named_with_the_feature(catalog):
     """A feature switched on with a method other than its default names the
     method (its label), as the page shows it."""
