@@ -35,13 +35,14 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None or not (build.PYODI
 
 @pytest.fixture(scope="module")
 def snapshot(tmp_path_factory) -> tuple[Path, Path, Path, Path]:
-    """The build's snapshot, the trimmed standard library a page restores it
+    """The build's snapshot, packed as the page fetches it (restored through
+    the worker's own ``unpackSnapshot``), the trimmed standard library a page restores it
     with, and Pyodide's directory and data patch as the snapshot path serves
     them (the module without its data segments: ``build.snapshot_wasm``)."""
     folder = tmp_path_factory.mktemp("snap")
     python_zip = build.site_python_zip()
     data, modules = build.snapshot_and_modules(python_zip)
-    (folder / "snapshot.bin").write_bytes(data)
+    (folder / "snapshot.bin").write_bytes(build.packed_snapshot(data))  # as the page fetches it: restore() unpacks it
     (folder / "stdlib.zip").write_bytes(build.snapshot_stdlib_zip(modules, python_zip)[0])
     pyodide, patch = build.snapshot_runtime_dir(folder, data)
     return folder / "snapshot.bin", folder / "stdlib.zip", pyodide, patch
