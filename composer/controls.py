@@ -342,7 +342,7 @@ def _feature_modes(ctx: RecipeContext, sel: Selection, base: Request) -> dict[st
 def _advanced(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[dict]]:
     """The Advanced knobs the strategy shows, as toggles. One whose every flag
     the commands already have with its value says who sets it, first in its
-    description (``_in_force``; a fresh user saw "gpu-memory-utilization 0.95"
+    description (``in_force``; a fresh user saw "gpu-memory-utilization 0.95"
     unticked beside commands that all had it). It stays a choice: the seed
     wants the toggle to give another UI state although "toggling this
     typically won't change the final command"."""
@@ -352,8 +352,8 @@ def _advanced(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, li
         on = k.id in sel.advanced
         new = tuple(x for x in sel.advanced if x != k.id) if on else sel.advanced + (k.id,)
         if not on and composed is None:
-            composed = _role_layers(ctx, sel)
-        who = None if on else _in_force(ctx, composed or [], k.args)
+            composed = role_layers(ctx, sel)
+        who = None if on else in_force(ctx, composed or [], k.args)
         said = f"Already in force ({who}: {' '.join(k.args)}): ticking it changes no flag. " if who else ""
         items.append({
             "id": k.id, "label": k.label, "description": said + k.description, "selected": on,
@@ -363,19 +363,19 @@ def _advanced(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, li
     return {"advanced": items}
 
 
-def _role_layers(ctx: RecipeContext, sel: Selection) -> list:
+def role_layers(ctx: RecipeContext, sel: Selection) -> list:
     """The ``ArgvBuilder`` of each role of ``sel`` (the head's; for P/D each
     pool's), composed without the topology (``composer.layers.compose_layers``
-    with no spec: no knob sets it), once per page for ``_in_force``."""
+    with no spec: no knob sets it), once per page for ``in_force``."""
     from composer.layers import CommandSpec, compose_layers
 
     specs = [CommandSpec(p, 0, (), p) for p in POOLS] if ctx.strategy(sel.strategy).deploy_type == "pd_cluster" else [None]
     return [compose_layers(ctx, sel, spec)[0] for spec in specs]
 
 
-def _in_force(ctx: RecipeContext, composed: list, args) -> str | None:
+def in_force(ctx: RecipeContext, composed: list, args) -> str | None:
     """Who sets every flag of ``args`` (an Advanced knob's tokens) with the
-    same value in every role's composed argv (``composed``: ``_role_layers``)
+    same value in every role's composed argv (``composed``: ``role_layers``)
     — the person's name of the first one's layer
     (``composer.plan.source_label``) — or None when a command lacks one or
     has another value."""

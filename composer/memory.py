@@ -137,6 +137,33 @@ when unset, by the GPU's torch-visible memory in GiB (``vllm/engine/arg_utils.py
 ``get_batch_defaults``: ≥ 160 GiB, ≥ 70 GiB (not A100 or GB10), else)."""
 
 
+def context_state(context: int | None, max_model_len: int | None, concurrency: float | None) -> str | None:
+    """What the capacity line can say of the ``context`` (tokens per request)
+    the page asks about: "refused" where it is longer than ``max_model_len``
+    (vLLM refuses such a request), "figure" where ``concurrency`` is known and
+    it is not the max-model-len itself (whose figure vLLM logs), else None."""
+    if context and max_model_len and context > max_model_len:
+        return "refused"
+    if concurrency is not None and context != max_model_len:
+        return "figure"
+    return None
+
+
+def context_line(cap: Mapping) -> tuple[str, bool]:
+    """The capacity check ``cap`` (a ``CapacityCheck`` as JSON)'s sentence on
+    the Context choice, shown over the folded account, and whether it says
+    vLLM refuses such requests: ``("", False)`` where it has none to say, or
+    where the whole deployment's total line (``total``) already gives it."""
+    said = context_state(cap.get("context"), cap.get("max_model_len"), cap.get("context_concurrency"))
+    if said == "refused":
+        return (f"The {cap['context']:,}-token requests asked for (Context) are longer than --max-model-len "
+                f"{cap['max_model_len']:,}: vLLM refuses them.", True)
+    if said == "figure" and not cap.get("total"):
+        scope = f" {cap['log_scope']}" if cap.get("log_scope") else ""
+        return f"Concurrency for {cap['context']:,}-token requests (Context): {cap['context_concurrency']:.2f}x{scope}", False
+    return "", False
+
+
 def weights_fit(weights_gb: float | None, hbm_gb: float) -> bool:
     """Whether ``weights_gb`` (a recipe's ``vram_minimum_gb``, headroom included;
     None: unknown) fit in ``hbm_gb`` of GPU memory (GB). The one rule: no
@@ -403,11 +430,10 @@ class Capacity:
                      f"{self.concurrency:.2f}x")
             # A context longer than --max-model-len is no figure: vLLM refuses such a request (adversarial finding:
             # "8,192 tokens per request 337.14x (84.29x for 32,768-token requests)").
-            longer = bool(self.context and self.context > self.max_model_len)  # no context_concurrency then (_capacity)
-            context = self.context_concurrency is not None and self.context != self.max_model_len
-            if context:
+            said = context_state(self.context, self.max_model_len, self.context_concurrency)
+            if said == "figure":
                 text += f" ({self.context_concurrency:.2f}x for {self.context:,}-token requests)"
-            elif longer:
+            elif said == "refused":
                 text += (f" (the {self.context:,}-token requests asked for are longer than --max-model-len "
                          f"{self.max_model_len:,}: vLLM refuses them)")
         else:

@@ -365,17 +365,13 @@ def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, noti
 
 
 def _verified_exactly(ctx: RecipeContext, sel: Selection) -> bool:
-    """Whether the recipe verified this exact configuration (issue 18.3: only
-    then is a KV cache short of one sequence a warning): the hardware is
-    verified and either ``meta.verified_configs`` names this strategy on it
-    (``verification``), or the recipe lists none and this is its default
-    strategy (its ``default_strategy``; without one, the single-node strategy of
-    kind ``tp`` the resolver recommends). A hardware-level mark does not verify
-    every strategy (found by an adversarial pass: GLM-4.5 single-node DEP on
-    H200, 0.32x of one sequence, was shown ready). The person's changes to the
-    recipe's choices (``departures``) do not count here: the run shows that the
-    estimate undercounts on this hardware and strategy, and a changed feature
-    or knob does not make it right."""
+    """Whether the recipe records a run of this hardware and strategy (issue
+    18.3: only then is a KV cache short of one sequence a warning, and only
+    where the run is short too: ``_kv_capacity_notice``): the hardware is
+    verified and its run's strategy (``_run_strategy``) is ``sel``'s. A
+    hardware-level mark does not verify every strategy (found by an
+    adversarial pass: GLM-4.5 single-node DEP on H200, 0.32x of one sequence,
+    was shown ready)."""
     return _recorded_run(ctx, sel) and sel.strategy == _run_strategy(ctx, sel)
 
 
@@ -743,7 +739,7 @@ def verification(ctx: RecipeContext, sel: Selection) -> dict:
     if not ctx.is_verified(sel.hardware):
         return {"verified": False, "verification": "Composed, not verified", "verification_detail": NOT_VERIFIED}
     configs = [c for c in ctx.recipe.meta.verified_configs if c.hardware == sel.hardware]
-    if configs and not any(c.strategy == sel.strategy for c in configs):
+    if not _recorded_run(ctx, sel):  # configs for this GPU, none of this strategy
         others = ", ".join(ctx.strategy_label(c.strategy) for c in configs)
         return {"verified": False, "verification": f"{hw} is verified with {others}; this strategy is composed, not verified",
                 "verification_detail": NOT_VERIFIED}
@@ -825,9 +821,9 @@ def departures(ctx: RecipeContext, sel: Selection) -> list[str]:
     out += [f"no {feature_label(ctx, f)}" for f in base.features if f not in sel.features]
     extra = [a for a in sel.advanced if a not in base.advanced]
     if extra:  # a knob that changes no value of the run's commands is no difference
-        from composer.controls import _role_layers
+        from composer.controls import role_layers
 
-        composed = _role_layers(ctx, base)
+        composed = role_layers(ctx, base)
         knobs = {k.id: k for k in ctx.advanced_knobs(sel.strategy)}
         out += [ctx.advanced_label(a) for a in extra
                 if a not in knobs or not _changes_nothing(ctx, base, composed, knobs[a].args)]
@@ -846,16 +842,16 @@ def departures(ctx: RecipeContext, sel: Selection) -> list[str]:
 
 def _changes_nothing(ctx: RecipeContext, run: Selection, composed: list, args) -> bool:
     """Whether an Advanced knob's ``args`` leave the run's commands as they are:
-    every flag is already there with that value (``controls._in_force``: a
+    every flag is already there with that value (``controls.in_force``: a
     fresh user's finding, gpu-memory-utilization 0.95 on GB200 P/D), or is
     unset there and the value is vLLM's own default on that hardware
     (``memory.scheduler_defaults``: an adversarial finding,
     max-num-batched-tokens 8192 on an H100)."""
     from composer.argv import parse_tokens
-    from composer.controls import _in_force
+    from composer.controls import in_force
     from composer.memory import scheduler_defaults
 
-    if _in_force(ctx, composed, args):
+    if in_force(ctx, composed, args):
         return True
     try:
         units = parse_tokens(list(args))

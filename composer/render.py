@@ -36,14 +36,18 @@ MACROS = "_macros.html"
 
 def environment(loader: BaseLoader) -> Environment:
     """The Jinja2 environment of the site: HTML autoescaped, undefined names an
-    error, block tags trimmed, the ``sentence`` and ``why_lines``
-    (``composer.controls.why_lines``) filters."""
+    error, block tags trimmed, the ``sentence``, ``why_lines``
+    (``composer.controls.why_lines``), ``val``, ``keypath`` and ``context_line``
+    (``composer.memory.context_line``) filters."""
     env = Environment(loader=loader, autoescape=select_autoescape(["html"]), undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, cache_size=MODULE_BOUNDS["jinja-templates"])
     env.filters["sentence"] = sentence
     env.filters["why_lines"] = _why_lines
     env.filters["val"] = val_html
     env.filters["keypath"] = keypath_html
+    from composer.memory import context_line
+
+    env.filters["context_line"] = context_line
     from composer.vllm_cli import VERSION
 
     env.globals["vllm_version"] = VERSION  # the release the commands are checked against

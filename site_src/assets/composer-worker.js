@@ -207,6 +207,7 @@ async function boot(msg) {
       pyodide = await watched(loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: bytes,
                                            createPyodideModule: growingFactory(factory, bytes.length, dataRebuilder(bytes, patch))}));
       timings.restored = Math.round(performance.now() - t0);
+      checked.delete(bare(msg.snapshotURL));  // its 22 MB are in the runtime's memory now: not kept for the page's life
       if (pyodide.version !== msg.pyodideVersion) throw new Error(`runtime ${pyodide.version}, snapshot made with ${msg.pyodideVersion}`);
       pyodide.runPython(RESTORED_PY);
       pyodide.runPython("import composer.render\nassert composer.render._BROWSER is not None");
