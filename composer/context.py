@@ -296,6 +296,15 @@ class RecipeContext:
         """Whether one node's HBM holds the weights (``composer.memory.weights_fit``)."""
         return weights_fit(self.weights_gb(variant_id, None, hw_id), self.hw(hw_id).vram_gb)
 
+    def fits_half_node(self, hw_id: str, variant_id: str) -> bool:
+        """Whether half of one node's GPUs (⌊G/2⌋ of G, at least one) hold the
+        weights: where a P/D pool may run on half a node
+        (``dimensions.HALF_NODE``; the public site's API fitness check: the node
+        holds twice the model, semantics §9)."""
+        hw = self.hw(hw_id)
+        half = hw.gpu_count // 2
+        return half >= 1 and weights_fit(self.weights_gb(variant_id, None, hw_id), hw.vram_gb * half / hw.gpu_count)
+
     # ----- strategies -----------------------------------------------------
     def strategy(self, sid: str) -> Strategy:
         if sid == OMNI_STRATEGY.name and sid not in self.catalog.strategies:

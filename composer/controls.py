@@ -9,7 +9,7 @@ from composer import run_forms as run
 from composer.canonical import raise_reason, resolved_selection, resolved_with_notices
 from composer.context import MAX_NODES, RecipeContext
 from composer.memory import recipe_size_text
-from composer.dimensions import DIMENSIONS, EFFECT_DIMS, POOLS, Selection
+from composer.dimensions import DIMENSIONS, EFFECT_DIMS, HALF_NODE, POOLS, Selection
 from composer.notices import lower_first
 from composer.modes import default_mode, format_fmode, mode_block_reason, mode_label, moded_features, parse_fmode
 from composer.outputs import Option
@@ -265,16 +265,21 @@ def _pools(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[
             "query": base.with_values(**{f"{name}_mode": m}).query(),
         } for m in modes]
         out[f"{name}_nodes"] = []
-        for k in range(1, MAX_NODES + 1):
-            query = base.with_values(**{f"{name}_nodes": k})
+        other = POOLS[1 - POOLS.index(name)]
+        half = ctx.fits_half_node(sel.hardware, sel.variant)  # ½ is offered where half a node holds the weights
+        for k in range(HALF_NODE if half else 1, MAX_NODES + 1):
+            # ½ puts both pools on one node (co-located): half a node for one pool alone leaves the other half idle
+            query = base.with_values(**{f"{name}_nodes": k, **({f"{other}_nodes": HALF_NODE} if k == HALF_NODE else {})})
             got, why = resolved_with_notices(ctx, dict(query.values))
             got_k = got.pool(name).nodes if got.pool(name) else k
             reason = raise_reason(why, k, got_k) if got_k != k else None
             if reason is None:
                 reason = _error(ctx, query, base)
             out[f"{name}_nodes"].append({
-                "id": str(k), "label": str(k), "selected": k == pool.nodes, "disabled": reason is not None,
-                "reason": reason, "query": query.query(),
+                "id": str(k), "label": "½" if k == HALF_NODE else str(k), "selected": k == pool.nodes,
+                "disabled": reason is not None, "reason": reason, "query": query.query(),
+                **({"description": f"Half of one node's GPUs ({'the first half' if name == POOLS[0] else 'the second half'}); with the {other} pool on "
+                                   "the other half, both run on one node."} if k == HALF_NODE else {}),
             })
     return out
 
@@ -674,7 +679,8 @@ def _mark_defaults_and_effects(ctx: RecipeContext, sel: Selection, opts: dict) -
                     value = next(iter(got[d]))
                     label = ctx.strategy_label(value) if d == "strategy" else (
                         ctx.hw(value).display_name if d == "hardware" else
-                        ctx.variant_label(value) if d == "variant" else value)
+                        ctx.variant_label(value) if d == "variant" else
+                        "½" if d.endswith("_nodes") and value == str(HALF_NODE) else value)
                     changes.append(f"{d.replace('_', ' ')} → {label}")
                 elif d != "nodes":
                     changes.append(f"{d.replace('_', ' ')} no longer applies")

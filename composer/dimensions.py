@@ -67,11 +67,11 @@ DIMENSIONS: tuple[Dimension, ...] = (
               shown_from=0, resets=_NEW_SHAPE, effect=True),
     Dimension("prefill_mode", "text", 5, 5, "Prefill pool mode", "Parallelism of the prefill pool, which reads prompts and builds the KV cache: it drives TTFT.",
               effect=True),
-    Dimension("prefill_nodes", "int", 6, 2, "Prefill pool nodes", "Nodes in the prefill pool; the pool alone must hold the weights.",
+    Dimension("prefill_nodes", "int", 6, 2, "Prefill pool nodes", "Nodes in the prefill pool; the pool alone must hold the weights. ½: half of one node's GPUs, the decode pool on the other half when it is ½ too (co-located).",
               effect=True),
     Dimension("decode_mode", "text", 7, 6, "Decode pool mode", "Parallelism of the decode pool, which generates tokens from the transferred KV cache: it drives ITL.",
               effect=True),
-    Dimension("decode_nodes", "int", 8, 3, "Decode pool nodes", "Nodes in the decode pool; the pool alone must hold the weights.",
+    Dimension("decode_nodes", "int", 8, 3, "Decode pool nodes", "Nodes in the decode pool; the pool alone must hold the weights. ½: the second half of one node's GPUs, the prefill pool on the first half when it is ½ too (co-located).",
               effect=True),
     Dimension("features", "list", 9, 8, "Features", "Optional behaviour: parsers, speculative decoding, text only. A feature that is off also removes the flags it owns.",
               control="checkbox", shown_from=1, effect=True),
@@ -122,12 +122,25 @@ POOLS = ("prefill", "decode")
 """The P/D pools, in the order their commands run."""
 
 
+HALF_NODE = 0
+"""A P/D pool's node count that means half of one node (``prefill_nodes=0``,
+the public site's legacy co-located pool, semantics §3.3 step 6 and §5.2):
+prefill runs on the first half of the node's GPUs, decode on the second
+(``composer.resolve.pool_layout``). Both pools at ``HALF_NODE`` share one node."""
+
+
 @dataclass(frozen=True)
 class Pool:
-    """One P/D pool: its parallel ``mode`` (tp | tep | dep) and ``nodes``."""
+    """One P/D pool: its parallel ``mode`` (tp | tep | dep) and ``nodes``
+    (``HALF_NODE``: half of one node)."""
 
     mode: str
     nodes: int
+
+    @property
+    def half(self) -> bool:
+        """Whether the pool runs on half of one node (``HALF_NODE``)."""
+        return self.nodes == HALF_NODE
 
 
 @dataclass(frozen=True)

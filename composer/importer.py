@@ -921,15 +921,26 @@ def import_commands(ctx, reading: Reading, hint: str | None = None, hardware: st
 def _pool_params(reading: Reading, layouts: Mapping[int, Layout]) -> dict[str, str]:
     """The P/D pool parameters the pasted commands state: per role its mode
     (DP > 1 → dep, EP → tep, else tp) and its node count (the commands of
-    that role, or the first one's node count if more)."""
+    that role, or the first one's node count if more). One command per role,
+    each given its own GPUs of a node by ``CUDA_VISIBLE_DEVICES`` (disjoint
+    index lists): both pools on one node, ``0`` (``dimensions.HALF_NODE``)."""
+    from composer.dimensions import HALF_NODE
+    from composer.positions import device_indices
+
     out: dict[str, str] = {}
+    lists = []
     for role in ("prefill", "decode"):
-        mine = [lay for i, lay in sorted(layouts.items()) if lay.role == role]
+        mine = [(i, lay) for i, lay in sorted(layouts.items()) if lay.role == role]
         if not mine:
             continue
-        first = mine[0]
+        first = mine[0][1]
         out[f"{role}_mode"] = "dep" if first.dp > 1 else ("tep" if first.ep else "tp")
         out[f"{role}_nodes"] = str(max(len(mine), first.nodes))
+        env = dict(reading.commands[mine[0][0]].env)
+        ids = device_indices("CUDA_VISIBLE_DEVICES", env.get("CUDA_VISIBLE_DEVICES", ""))
+        lists.append(ids if len(mine) == 1 and first.nodes == 1 else None)
+    if len(lists) == 2 and all(lists) and not set(lists[0] or ()) & set(lists[1] or ()):
+        out.update(prefill_nodes=str(HALF_NODE), decode_nodes=str(HALF_NODE))
     return out
 
 

@@ -27,7 +27,7 @@ from their declarative content (semantics §1.2: ``deploy_type``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from composer.argv import Unit
@@ -48,6 +48,11 @@ class Layout:
 
     ``replica_nodes`` is how many nodes hold one full copy of the weights (all of
     them, except TP+DP where each node is a replica).
+
+    ``devices``: the GPU indices of a node the layout runs on when it has only
+    part of one (a co-located P/D pool: half a node, ``gpus_per_node`` of them,
+    the other pool on the other half; ``composer.resolve.pool_layout``); empty:
+    the whole node.
     """
 
     mode: str
@@ -58,6 +63,7 @@ class Layout:
     dp: int = 1
     dp_local: int = 1
     replica_nodes: int = 1
+    devices: tuple[int, ...] = ()
 
     @property
     def kind(self) -> ParallelKind:
@@ -93,7 +99,9 @@ class LayoutInput:
     ``variant_id``. ``single_node``: the strategy runs on one node (its
     ``deploy_type``); ``role_tp``: a P/D role's ``tp``; ``sid``: the strategy
     whose overrides count (DEP's ``--data-parallel-size-local``); ``util``,
-    ``kv_dtype``, ``max_model_len``: the command's memory flags (the TP auto-fit)."""
+    ``kv_dtype``, ``max_model_len``: the command's memory flags (the TP auto-fit);
+    ``gpus``: the GPUs of a node the layout may use when not all of them (a
+    co-located P/D pool's half node), None: every GPU of the node."""
 
     ctx: RecipeContext
     hw_id: str
@@ -105,11 +113,12 @@ class LayoutInput:
     util: float = DEFAULT_GPU_UTIL
     kv_dtype: str | None = None
     max_model_len: str | None = None
+    gpus: int | None = None
 
     @property
     def g(self) -> int:
-        """GPUs per node."""
-        return self.ctx.hw(self.hw_id).gpu_count
+        """GPUs per node (``gpus`` when given)."""
+        return self.gpus if self.gpus is not None else self.ctx.hw(self.hw_id).gpu_count
 
 
 @dataclass(frozen=True)
@@ -117,12 +126,15 @@ class Node:
     """One node of a layout: ``rank`` (0 = head), the strategy's ``deploy``
     type, the rendezvous ``head`` (a placeholder) and whether it is in a P/D
     pool (``pd_pool``: a pool's own head, DEP pools always state their start
-    rank and turn on expert parallelism themselves)."""
+    rank and turn on expert parallelism themselves); ``rpc_port``: the
+    data-parallel RPC port (``DP_RPC_PORT``; two co-located P/D pools share a
+    host, so the decode pool's is the next one)."""
 
     rank: int
     deploy: str
     head: str = "$HEAD_IP"
     pd_pool: bool = False
+    rpc_port: str = DP_RPC_PORT
 
     @property
     def alone(self) -> bool:
@@ -301,7 +313,7 @@ def _dep_flags(lay: Layout, node: Node) -> list[Unit]:
     units += [_u("data-parallel-size", lay.dp), _u("data-parallel-size-local", lay.dp_local)]
     if multi or node.pd_pool:
         units.append(_u("data-parallel-address", node.head))
-        units.append(_u("data-parallel-rpc-port", DP_RPC_PORT))
+        units.append(_u("data-parallel-rpc-port", node.rpc_port))
     if rank > 0 or (node.pd_pool and lay.dp_local > 1):
         # One DP rank per node: the head states no start rank. vLLM infers
         # hybrid LB from a start rank (entrypoints/cli/serve.py:88-94; engine/
@@ -437,14 +449,18 @@ def kind_warning(data: Mapping[str, Any]) -> str:
 
 def make_layout(ctx: RecipeContext, mode: str, hw_id: str, variant_id: str, nodes: int,
                 single_node: bool = False, role_tp: int | None = None, sid: str | None = None,
-                util: float = DEFAULT_GPU_UTIL, kv_dtype: str | None = None, max_model_len: str | None = None) -> Layout:
+                util: float = DEFAULT_GPU_UTIL, kv_dtype: str | None = None, max_model_len: str | None = None,
+                devices: tuple[int, ...] = ()) -> Layout:
     """The layout of kind ``mode`` on ``nodes`` nodes of ``hw_id`` (semantics
-    §4.2, §5.2; arguments as ``LayoutInput``). Raises ValueError for a kind
-    without a layout of its own (P/D, KV store)."""
+    §4.2, §5.2; arguments as ``LayoutInput``); ``devices``: only these GPUs
+    of one node (``Layout.devices``, a co-located P/D pool). Raises ValueError
+    for a kind without a layout of its own (P/D, KV store)."""
     build = KINDS[mode].layout
     if build is None:
         raise ValueError(f"the {KINDS[mode].label} kind has no layout of its own")
-    return build(LayoutInput(ctx, hw_id, variant_id, nodes, single_node, role_tp, sid, util, kv_dtype, max_model_len))
+    lay = build(LayoutInput(ctx, hw_id, variant_id, nodes, single_node, role_tp, sid, util, kv_dtype, max_model_len,
+                            len(devices) if devices else None))
+    return replace(lay, devices=tuple(devices)) if devices else lay
 
 
 def layout_problem(ctx: RecipeContext, lay: Layout, variant_id: str | None = None) -> str | None:
@@ -477,15 +493,17 @@ def layout_problem(ctx: RecipeContext, lay: Layout, variant_id: str | None = Non
     return None
 
 
-def node_units(lay: Layout, rank: int, deploy: str, head: str = "$HEAD_IP", pd_pool: bool = False) -> list[Unit]:
+def node_units(lay: Layout, rank: int, deploy: str, head: str = "$HEAD_IP", pd_pool: bool = False,
+               rpc_port: str = DP_RPC_PORT) -> list[Unit]:
     """Topology units of node ``rank`` (0 = head) of a layout, from its kind.
 
     ``deploy`` is the strategy deploy type; single-node layouts get only the
     parallel size flags. For P/D pools, ``head`` is the pool's first-node
-    placeholder and DEP pools always state their start rank.
+    placeholder and DEP pools always state their start rank; ``rpc_port``:
+    ``Node.rpc_port``.
     """
     flags = lay.kind.flags
-    return flags(lay, Node(rank, deploy, head, pd_pool)) if flags else []
+    return flags(lay, Node(rank, deploy, head, pd_pool, rpc_port)) if flags else []
 
 
 def serves_api(lay: Layout, rank: int) -> bool:

@@ -25,11 +25,11 @@ from composer.memory import capacity
 from composer.notices import Notices
 from composer.placeholders import placeholders
 from composer.outputs import CapacityCheck, Checkpoint, Command, EnvSource, FlagSource, Manifests, Plan, RecipeRef, Replaced, to_json
-from composer.parallel import KINDS, layout_problem, node_units, serves_api, shape
+from composer.parallel import DP_RPC_PORT, KINDS, layout_problem, node_units, serves_api, shape
 from composer.query import Request, parse_query
 from composer.dimensions import POOLS, Selection
 from composer.forms import FORMS, FormInput
-from composer.resolve import feature_label, layout_for, pool_layout, resolve, util_in_force
+from composer.resolve import feature_label, layout_for, pd_node_count, pool_layout, resolve, util_in_force
 from composer.shell import command_text, env_text, recipe_command
 
 LAYER_LABELS = {
@@ -299,6 +299,9 @@ def _command(ctx, sel, spec: CommandSpec, lay, notices: Notices, label: str, ext
 def _where(lay, hwname: str, pool: str | None = None, total: int = 0) -> str:
     """Where one replica lives, for the capacity line; a P/D pool also names
     the cluster's ``total`` GPU nodes (both pools), which nothing else says."""
+    if pool and lay.devices:
+        return (f"the {pool} pool (GPUs {lay.devices[0]}–{lay.devices[-1]}, half of "
+                + (f"the {hwname} node)" if total == 1 else f"one of the {total} × {hwname} nodes)"))
     if pool:
         return f"the {pool} pool ({lay.nodes} of the {total} × {hwname} nodes)"
     if lay.kind.replica_per_node:
@@ -338,10 +341,11 @@ def _capacity_of(ctx, sel, lay, util, cmd: Command, scope: str, where: str, noti
     if grow is not None:
         # the next count whose layout vLLM accepts (a TP dividing the heads:
         # composer.parallel.layout_problem), not merely one more node
-        bigger = next((k for k in range(lay.nodes + 1, MAX_NODES + 1)
+        # (a pool on half a node grows to a whole one first)
+        bigger = next((k for k in range(1 if lay.devices else lay.nodes + 1, MAX_NODES + 1)
                        if layout_problem(ctx, grow(k), sel.variant) is None), None)
         if bigger is not None:
-            more = (f"{bigger} nodes", at(grow(bigger)))
+            more = (f"{bigger} node{'s' if bigger > 1 else ''}", at(grow(bigger)))
     elif lay.kind.id == "tp" and lay.nodes == 1 and lay.tp < lay.gpus_per_node:
         more = (f"TP {min(lay.gpus_per_node, lay.tp * 2)}",
                 at(replace(lay, tp=min(lay.gpus_per_node, lay.tp * 2))))
@@ -427,16 +431,16 @@ def _kv_capacity_notice(ctx, sel, lay, cap, scope, where, notices: Notices, fp8,
             fixes.append(Fix(f"gpu-memory-utilization 0.95 ({more_memory.concurrency or 0:.2f}x)",
                              base.with_values(advanced=[*sel.advanced, "gpu_mem_095"]).query()))
     if grow is not None:
-        for n in range(lay.nodes + 1, MAX_NODES + 1):
+        for n in range(1 if lay.devices else lay.nodes + 1, MAX_NODES + 1):
             if layout_problem(ctx, grow(n), sel.variant) is not None:
                 continue  # a count vLLM refuses (e.g. TP 72 of 64 heads) is no fix: the resolver would lower it again
             bigger = at(grow(n))
             if bigger.weights_fit and bigger.holds_one_sequence:
                 param = f"{scope}_nodes" if scope in POOLS else "nodes"
-                fixes.append(Fix(f"{n} nodes" + (f" in the {scope} pool" if scope in POOLS else ""),
+                fixes.append(Fix(f"{n} node{'s' if n > 1 else ''}" + (f" in the {scope} pool" if scope in POOLS else ""),
                                  base.with_values(**{param: n}).query()))
                 break
-    if scope == "deployment" and not any(f.label.endswith(" nodes") for f in fixes):
+    if scope == "deployment" and not any(f.label.endswith((" node", " nodes")) for f in fixes):
         fixes += _strategy_fixes(ctx, sel)  # no node count of this strategy holds it
     if fp8 is not None and fp8.holds_one_sequence and "kv_fp8" not in sel.advanced and "kv_fp8" in knobs:
         fixes.append(Fix(f"an fp8 KV cache ({fp8.concurrency or 0:.2f}x)",
@@ -647,6 +651,8 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
     endpoints: dict[str, list[str]] = {}
     hwname = ctx.hw(sel.hardware).display_name
     total = pd_nodes(sel)
+    shared = colocated(sel)
+    side_ports: list[tuple[int, int]] = []  # (first port, DP ranks) of the NIXL side channels on the shared node
     for name in POOLS:
         pool = sel.pool(name)
         assert pool is not None  # a P/D selection has both pools
@@ -655,14 +661,26 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
         upper = name.upper()
         endpoints[name] = []
         first = None
-        for rank in range(min(pool.nodes, 2) if lite else pool.nodes):
+        # Two pools on one node must not bind the same ports: the DP RPC port is the command's
+        # (--data-parallel-rpc-port), the next one for the second pool.
+        rpc = str(int(DP_RPC_PORT) + len(side_ports)) if shared else DP_RPC_PORT
+        for rank in range(min(lay.nodes, 2) if lite else lay.nodes):
             head = f"${upper}_NODE_1"
-            spec = CommandSpec(name, rank, tuple(node_units(lay, rank, "pd_cluster", head=head, pd_pool=True)), name)
+            spec = CommandSpec(name, rank, tuple(node_units(lay, rank, "pd_cluster", head=head, pd_pool=True,
+                                                            rpc_port=rpc)), name)
             extra = {"VLLM_NIXL_SIDE_CHANNEL_HOST": f"${upper}_NODE_{rank + 1}"}
-            if pool.nodes > 1:
+            if lay.devices:
+                extra["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in lay.devices)
+            if lay.nodes > 1:
                 extra.update({"GLOO_SOCKET_IFNAME": "$IFACE_NAME", "NCCL_SOCKET_IFNAME": "$IFACE_NAME"})
-            label = f"{name.capitalize()} node {rank + 1}/{pool.nodes}"
+            label = (f"{name.capitalize()}, GPUs {lay.devices[0]}–{lay.devices[-1]}" if lay.devices
+                     else f"{name.capitalize()} node {rank + 1}/{lay.nodes}")
             cmd = _command(ctx, sel, spec, lay, notices, label, extra, lite)
+            if shared:
+                port = _side_port_clear(cmd.env, lay, side_ports)
+                if port is not None:
+                    extra["VLLM_NIXL_SIDE_CHANNEL_PORT"] = port
+                    cmd = _command(ctx, sel, spec, lay, notices, label, extra, lite)
             first = first or cmd
             cmds.append(cmd)
             if serves_api(lay, rank):
@@ -671,8 +689,41 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
         assert first is not None  # a pool has at least one node
         caps.append(_capacity_of(ctx, sel, lay, util, first, name, _where(lay, hwname, name, total), notices,
                                  lambda n, _name=name, _mode=pool.mode: pool_layout(ctx, sel, _name, _mode, n), lite))
+    _half_notice(ctx, sel, cmds, notices)
     cmds.append(_router(ctx, sel, endpoints))
     return cmds, caps
+
+
+def _half_notice(ctx: RecipeContext, sel: Selection, cmds: list[Command], notices: Notices) -> None:
+    """What a plan with a pool on half a node (``dimensions.HALF_NODE``) asks
+    of the person running it: which GPUs each pool takes, that the two hosts
+    are the same machine, and the ports each pool binds there (pip and
+    Docker; the Kubernetes and SLURM forms request half a node's GPUs per pod
+    or job and let the scheduler place them)."""
+    halves = [c for c in cmds if "CUDA_VISIBLE_DEVICES" in c.env]
+    if not halves:
+        return
+    hw = ctx.hw(sel.hardware).display_name
+
+    def ports(c: Command) -> str:
+        rpc = flag_value(c.argv, "--data-parallel-rpc-port")
+        return (f"HTTP {flag_value(c.argv, '--port') or '8000'}, NIXL side channel from "
+                f"{c.env.get('VLLM_NIXL_SIDE_CHANNEL_PORT', '5600')}" + (f", DP RPC {rpc}" if rpc else ""))
+
+    if colocated(sel):
+        p, d = halves[0], halves[-1]
+        notices.add("info", "pd-colocated",
+                    f"Both pools run on one {hw} node: prefill on GPUs {p.env['CUDA_VISIBLE_DEVICES']}, decode on GPUs "
+                    f"{d.env['CUDA_VISIBLE_DEVICES']} (CUDA_VISIBLE_DEVICES), so PREFILL_NODE_1 and DECODE_NODE_1 are "
+                    f"both that node's address. Each binds its own ports (prefill: {ports(p)}; decode: {ports(d)}). "
+                    "The Kubernetes and SLURM forms ask for half a node's GPUs per pool and leave the placement to "
+                    "the scheduler.", subject="pd")
+        return
+    c = halves[0]
+    other = "decode" if c.pool == "prefill" else "prefill"
+    notices.add("info", "pd-half-node",
+                f"The {c.pool} pool runs on half a {hw} node (GPUs {c.env['CUDA_VISIBLE_DEVICES']}); the other half stays "
+                f"idle unless the {other} pool takes it too ({other} pool nodes ½).", subject=f"{c.pool}_nodes")
 
 
 def _router(ctx: RecipeContext, sel: Selection, endpoints: dict[str, list[str]]) -> Command:
@@ -700,9 +751,37 @@ def _shape(ctx: RecipeContext, sel: Selection) -> str:
 
 
 def pd_nodes(sel: Selection) -> int:
-    """GPU nodes of a P/D plan: the prefill pool's plus the decode pool's
-    (the router needs no GPU node of its own)."""
-    return sum(sel.pool(name).nodes for name in POOLS)  # type: ignore[union-attr,misc]  # P/D: both pools set
+    """GPU nodes of a P/D plan: the prefill pool's plus the decode pool's, a
+    node for the pools on half a node (``resolve.pd_node_count``; the router
+    needs no GPU node of its own)."""
+    return pd_node_count(sel.pool(name) for name in POOLS)
+
+
+def colocated(sel: Selection) -> bool:
+    """Whether both P/D pools share one node, each on half of its GPUs
+    (``dimensions.HALF_NODE``)."""
+    return bool(sel.prefill and sel.decode and sel.prefill.half and sel.decode.half)
+
+
+def _side_port_clear(env: Mapping[str, str], lay, taken: list[tuple[int, int]]) -> str | None:
+    """A NIXL side-channel base port for a pool on a node it shares, when the
+    composed one collides; else None. vLLM listens on
+    ``VLLM_NIXL_SIDE_CHANNEL_PORT`` + the DP rank (``data_parallel_index``:
+    vllm 0.33 ``distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py``
+    77-80; default 5600, ``envs.py``), so a pool of D DP ranks takes D ports
+    from its base. ``taken``: (base, ranks) of the pools already placed on the
+    node; this pool's range is added to it."""
+    text = str(env.get("VLLM_NIXL_SIDE_CHANNEL_PORT", "5600"))
+    ranks = max(1, lay.dp)
+    if not text.isdigit():
+        return None
+    base = int(text)
+    moved = None
+    while any(base < b + n and b < base + ranks for b, n in taken):
+        base = max(b + n for b, n in taken if base < b + n and b < base + ranks)
+        moved = str(base)
+    taken.append((base, ranks))
+    return moved
 
 
 def summary(ctx: RecipeContext, sel: Selection, commands: list[Command]) -> str:
@@ -712,9 +791,12 @@ def summary(ctx: RecipeContext, sel: Selection, commands: list[Command]) -> str:
         # The cluster size first, as for every other plan; the router is a CPU
         # process (no GPU node of its own): it runs on any host that reaches both pools.
         assert sel.decode is not None  # a P/D selection has both pools
-        return (f"{pd_nodes(sel)} × {hw.display_name} nodes · P/D: prefill {sel.prefill.nodes} × "
-                f"{KINDS[sel.prefill.mode].label} + decode {sel.decode.nodes} × {KINDS[sel.decode.mode].label}; "
-                f"router on any host · {prec}")
+        total = pd_nodes(sel)
+        sizes = {p: ("½" if sel.pool(p).half else str(sel.pool(p).nodes)) for p in POOLS}  # type: ignore[union-attr]
+        return (f"{total} × {hw.display_name} node{'s' if total > 1 else ''} · P/D"
+                + (" co-located" if colocated(sel) else "")
+                + f": prefill {sizes['prefill']} × {KINDS[sel.prefill.mode].label} + decode {sizes['decode']} × "
+                f"{KINDS[sel.decode.mode].label}; router on any host · {prec}")
     text = f"{sel.nodes} × {hw.display_name} · {ctx.strategy_label(sel.strategy)} · {_shape(ctx, sel)} · {prec}"
     if sel.instances > 1:
         text += f" · {sel.instances} instances ({sel.nodes * sel.instances} nodes) behind a router"
@@ -832,7 +914,7 @@ def departures(ctx: RecipeContext, sel: Selection) -> list[str]:
     for name in POOLS:
         mine, theirs = sel.pool(name), base.pool(name)
         if mine and mine != theirs:
-            out.append(f"{name} {mine.nodes} × {mine.mode.upper()}")
+            out.append(f"{name} {'½' if mine.half else mine.nodes} × {mine.mode.upper()}")
     if sel.nodes != base.nodes and not sel.prefill:
         out.append(f"{sel.nodes} node{'s' if sel.nodes != 1 else ''}")
     if sel.instances != base.instances:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
-from composer.dimensions import CONTEXTS, DEFAULT_CONTEXT, POOLS, Pool, Selection
+from composer.dimensions import CONTEXTS, DEFAULT_CONTEXT, HALF_NODE, POOLS, Pool, Selection
 from composer.context import MAX_NODES, OMNI_NO_BUILTINS, RecipeContext
 from composer.layers import compose_layers
 from composer.memory import DEFAULT_GPU_UTIL, Flags, capacity, recipe_size_text
@@ -67,12 +67,32 @@ def layout_for(ctx: RecipeContext, sel: Selection, nodes: int) -> Layout:
                        util=util, kv_dtype=kv_dtype, max_model_len=mml)
 
 
+def half_devices(ctx: RecipeContext, hw_id: str, name: str) -> tuple[int, ...]:
+    """The GPU indices of the half node a co-located P/D pool ``name`` runs on
+    (``HALF_NODE``): prefill the first ⌊G/2⌋ of the node's G GPUs, decode the
+    next ⌊G/2⌋ (semantics §3.3 step 6); () when a node has fewer than 2 GPUs."""
+    half = ctx.hw(hw_id).gpu_count // 2
+    if half < 1:
+        return ()
+    start = 0 if name == POOLS[0] else half
+    return tuple(range(start, start + half))
+
+
 def pool_layout(ctx: RecipeContext, sel: Selection, name: str, mode: str, nodes: int) -> Layout:
     """The layout of P/D pool ``name`` of kind ``mode`` on ``nodes`` nodes (the
-    role's ``tp``, recipe override first, sizes a DEP pool's DP ranks)."""
+    role's ``tp``, recipe override first, sizes a DEP pool's DP ranks).
+    ``HALF_NODE`` (0): one node's ``half_devices``, the layout's
+    ``gpus_per_node`` those (a DEP pool's local DP ranks fit them: upstream
+    W35 claimed the whole node's). Raises ValueError for a half node of a
+    GPU with fewer than 2 per node (the resolver never asks for one)."""
     role_so = getattr(ctx.recipe.strategy_overrides.get("pd_cluster"), name, None)
     role_st = getattr(ctx.strategy("pd_cluster"), name, None)
     role_tp = (role_so.tp if role_so and role_so.tp else None) or (role_st.tp if role_st and role_st.tp else None)
+    if nodes == HALF_NODE:
+        devices = half_devices(ctx, sel.hardware, name)
+        if not devices:
+            raise ValueError(f"a {ctx.hw(sel.hardware).display_name} node has no half to run a pool on")
+        return make_layout(ctx, mode, sel.hardware, sel.variant, 1, role_tp=role_tp, devices=devices)
     return make_layout(ctx, mode, sel.hardware, sel.variant, nodes, role_tp=role_tp)
 
 
@@ -91,7 +111,9 @@ def layout_ok(ctx: RecipeContext, sel: Selection, lay: Layout, pool: str | None 
     flags = memory_settings(ctx, sel, pool)
     cap = capacity(ctx, lay, sel.hardware, sel.variant, flags.util, sel.task, flags=flags)
     if not cap.fits and (sequence or not cap.weights_fit or (cap.kv_gib or 0) <= 0):
-        where = f"{lay.replica_nodes} × {ctx.hw(sel.hardware).display_name}"
+        hwname = ctx.hw(sel.hardware).display_name
+        where = (f"half a node ({lay.gpus_per_node} × {hwname})" if lay.devices
+                 else f"{lay.replica_nodes} × {hwname}")
         if cap.weights_fit and (cap.kv_gib or 0) > 0:
             return (f"on {where} the KV cache holds {cap.concurrency or 0:.2f}x of one sequence of "
                     f"--max-model-len {cap.max_model_len:,} (~{cap.kv_tokens or 0:,} tokens).")
@@ -620,7 +642,7 @@ def raise_reasons(ctx: RecipeContext, sel: Selection, want: int, floor: int, got
         why = layout_ok(ctx, sel, make(k), pool)
         if why:
             above.append((k, why))
-    text = " ".join(([floor_msg] if want < floor else []) + [f"{k} nodes: {why}" for k, why in above])
+    text = " ".join(([floor_msg] if want < floor else []) + [f"{k} node{'s' if k != 1 else ''}: {why}" for k, why in above])
     return text, tuple(below + above)  # each reason one sentence (``Capacity.shortfall``)
 
 
@@ -784,9 +806,28 @@ def pd_modes(ctx: RecipeContext, hw: str) -> list[str]:
     return reachable or modes
 
 
+def half_problem(ctx: RecipeContext, sel: Selection, name: str, mode: str) -> str | None:
+    """Why P/D pool ``name`` of kind ``mode`` cannot run on half a node
+    (``HALF_NODE``), or None: the node has fewer than 2 GPUs, the kind's
+    floor needs more GPUs than the half has, or the half cannot hold the
+    weights and a sequence's KV cache with a valid layout (``layout_ok``)."""
+    hw = ctx.hw(sel.hardware)
+    half = hw.gpu_count // 2
+    if half < 1:
+        return f"A {hw.display_name} node has {hw.gpu_count} GPU: there is no half node to run the pool on."
+    need = ctx.floor_gpus(mode, sel.hardware)
+    if need > half:
+        return f"{KINDS[mode].label} needs at least {need} GPUs; half a {hw.display_name} node has {half}."
+    why = layout_ok(ctx, sel, pool_layout(ctx, sel, name, mode, HALF_NODE), name)
+    return (why[:1].upper() + why[1:]) if why else None
+
+
 def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> tuple[Selection, Notices]:
     """Resolve both P/D pools: mode, then the smallest node count meeting the mode
-    floor, the capacity of that pool alone and a valid TP (issue 3)."""
+    floor, the capacity of that pool alone and a valid TP (issue 3). A pool
+    asked for on half a node (``HALF_NODE``, by the query or the recipe's
+    ``pd_cluster.<role>.nodes: 0``) keeps it where ``half_problem`` finds
+    nothing, else gets the smallest count that works, with the reason."""
     from composer.lookup import hw_value
 
     hw = sel.hardware
@@ -800,19 +841,36 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
             mode = None
         mode = mode or pd_default_mode(ctx, name, offered)
         want = req.get_int(f"{name}_nodes")
-        if want is not None and not 1 <= want <= MAX_NODES:
-            n.add("warning", "invalid-nodes", f"The value {name}_nodes={want} is outside 1–{MAX_NODES} and was ignored.")
+        if want is not None and not HALF_NODE <= want <= MAX_NODES:
+            n.add("warning", "invalid-nodes", f"The value {name}_nodes={want} is outside {HALF_NODE} (half a node) "
+                                              f"to {MAX_NODES} and was ignored.")
             want = None
         role_so = getattr(so, name, None) if so else None
         recipe_nodes = hw_value(role_so.nodes, hw, ctx.hw(hw)) if role_so and role_so.nodes is not None else None
         sel_p = Selection(**{**sel.__dict__, name: Pool(mode, 1)})
-        floor = ctx.floor_nodes(mode, hw)
-        lower = max(floor, want or recipe_nodes or 1)
-        nodes = smallest_nodes(ctx, sel_p, lower, lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), floor, name)
         label = f"{name.capitalize()} pool ({KINDS[mode].label})"
+        asked = want if want is not None else recipe_nodes
+        half_why = None
+        if asked == HALF_NODE:
+            half_why = half_problem(ctx, sel_p, name, mode)
+            if half_why is None:
+                pools[name] = Pool(mode, HALF_NODE)
+                continue
+        floor = ctx.floor_nodes(mode, hw)
+        lower = max(floor, asked or 1)
+        nodes = smallest_nodes(ctx, sel_p, lower, lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), floor, name)
         if nodes is None:
             n.add("error", "capacity", f"{label}: no node count up to {MAX_NODES} of {ctx.hw(hw).display_name} has room for the weights and the KV cache with a valid layout.")
             nodes = min(lower, MAX_NODES)
+        elif half_why is not None:
+            why, counts = raise_reasons(ctx, sel_p, 1, floor, nodes, f"{KINDS[mode].label} needs at least "
+                                        f"{ctx.floor_gpus(mode, hw)} GPUs.",
+                                        lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), name)
+            if not (why and ctx.floor_gpus(mode, hw) > ctx.hw(hw).gpu_count // 2):  # else the floor says it
+                why = " ".join(x for x in (half_why, why) if x)
+            n.add("warning" if want is not None else "info", "nodes-raised",
+                  f"{label}: nodes raised from ½ (half a node) to {nodes}: {why}",
+                  subject=f"{name}_nodes", old=HALF_NODE, new=nodes, reason=why, per_count=((HALF_NODE, half_why), *counts))
         elif want is None:
             _say_tp_skipped(ctx, sel_p, lower, nodes, lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k),
                             f"{name}_nodes", f"{label} nodes", n, name)
@@ -829,4 +887,11 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
                 n.add("warning", "nodes-lowered", f"{label}: nodes lowered from {want} to {nodes}: {why}",
                       subject=f"{name}_nodes", old=want, new=nodes, reason=why, per_count=((want, own),))
         pools[name] = Pool(mode, nodes)
-    return Selection(**{**sel.__dict__, "nodes": pools["prefill"].nodes + pools["decode"].nodes, **pools}), n
+    return Selection(**{**sel.__dict__, "nodes": pd_node_count(pools.values()), **pools}), n
+
+
+def pd_node_count(pools) -> int:
+    """GPU nodes of P/D ``pools`` (``Pool`` values): their node counts, plus
+    one node for the pools on half a node (two halves share it)."""
+    pools = list(pools)
+    return sum(p.nodes for p in pools) + (1 if any(p.half for p in pools) else 0)

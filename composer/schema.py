@@ -138,6 +138,9 @@ context): a config.json value is int32-sized; ``10**38`` would reach the page
 as a 39-digit GPU count (adversarial finding)."""
 Positive = Annotated[int, Field(ge=1, le=MAX_COUNT)]
 """A whole number from 1 to ``MAX_COUNT``."""
+PoolNodes = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+"""A P/D role's node count: 0 is half of one node (the public site's legacy
+co-located pool, semantics §3.3 step 6; ``composer.dimensions.HALF_NODE``)."""
 Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 """A whole number from 0 to ``MAX_COUNT``."""
 MAX_GPUS_PER_NODE = 1024
@@ -293,7 +296,7 @@ class RoleSpec:
     parallelism: Optional[str] = None
     parallel_flag: Optional[str] = None
     tp: Optional[Positive] = None
-    nodes: Union[Positive, Mapping[str, Positive], None] = None
+    nodes: Union[PoolNodes, Mapping[str, PoolNodes], None] = None
     hardware_overrides: Mapping[str, HardwareBlock] = field(default_factory=dict)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from composer.api import compose
+from composer.positions import device_indices
 from composer.query import parse_query
 from composer.shell import PLACEHOLDER_RE
 from tests.plan_space import our_plans, shape_queries
@@ -135,7 +136,9 @@ def check_plan(plan: dict, tmp: Path, fake_bin: Path, ran: dict, refusal: set | 
         script = scripts[f"{pool}.sbatch"]
         n = len(cs)
         assert sbatch_option(script, "nodes") == str(n)
-        assert sbatch_option(script, "exclusive") == ("" if pool != "router" else None)  # no GPU node for the router
+        # no GPU node for the router; a pool on half a node shares its node with the other pool's job
+        half = pool in ("prefill", "decode") and plan["selection"][f"{pool}_nodes"] == 0
+        assert sbatch_option(script, "exclusive") == ("" if pool != "router" and not half else None)
         assert sbatch_option(script, "ntasks-per-node") == "1"
         if pool == "router":
             assert sbatch_option(script, "gpus-per-node") is None
@@ -161,7 +164,9 @@ def check_plan(plan: dict, tmp: Path, fake_bin: Path, ran: dict, refusal: set | 
             argv, env = node
             assert argv == [expand(a, own) for a in c["argv"]], (c["label"], argv)
             for k, v in c["env"].items():
-                assert env.get(k) == expand(v, own), (c["label"], k)
+                # a GPU index list is SLURM's to set (node_env): the job sees the GPUs it was given
+                want = None if device_indices(k, v) is not None else expand(v, own)
+                assert env.get(k) == want, (c["label"], k)
         # A job of another size starts nothing.
         if refusal is None or (pool, n > 1) not in refusal:
             out, nodes = run_job(script, hosts, given, tmp, fake_bin, num_nodes=n + 1)

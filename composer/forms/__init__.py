@@ -13,6 +13,8 @@ To add a form: a module here defining ``FORM`` and one entry in ``FORMS``.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Callable, Literal, Optional
 
@@ -82,9 +84,10 @@ class OutputForm:
 
 def script_name(label: str) -> str:
     """A command's script file name from its tab label (``Prefill node 1/2``
-    → ``prefill-node-1-of-2.sh``)."""
-    name = label.lower().replace("·", "").replace(" ", "-").replace("/", "-of-").replace("(", "").replace(")", "")
-    return name.replace("--", "-") + ".sh"
+    → ``prefill-node-1-of-2.sh``, ``Prefill, GPUs 0–3`` → ``prefill-gpus-0-3.sh``):
+    letters, digits, ``.``, ``_`` and single ``-`` only."""
+    name = label.lower().replace("/", "-of-").replace("·", "").replace("(", "").replace(")", "")
+    return re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9._-]+", "-", name)).strip("-") + ".sh"
 
 
 from composer.forms import config, docker, kubernetes, pip, slurm  # noqa: E402  (each module declares its FORM)

@@ -57,6 +57,14 @@ def _gpus_per_node(inp: FormInput, pool: Optional[str]) -> int:
     return layout_for(inp.ctx, sel, sel.nodes).used_per_node
 
 
+def _whole_node(inp: FormInput, pool: Optional[str]) -> bool:
+    """Whether a job of ``pool`` (None: the deployment) takes whole nodes:
+    not a P/D pool on half a node (``dimensions.HALF_NODE``), whose job
+    shares its node with the other pool's."""
+    p = inp.sel.pool(pool) if pool is not None else None
+    return not (p is not None and p.half)
+
+
 def _host_names(pool: Optional[str], nodes: int, instance: Optional[int] = None) -> dict[str, str]:
     """``{placeholder: shell expression}`` a job of ``pool`` sets from its host
     list ``NODES``: ``HEAD_IP`` (first host), or the pool's ``PREFILL_NODE_<k>``
@@ -185,8 +193,11 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
              "#SBATCH --ntasks-per-node=1"]
     if gpus:
         lines.append(f"#SBATCH --gpus-per-node={gpus}")
-    if gpus:  # the router uses no GPU: it needs no whole node
+    if gpus and _whole_node(inp, pool):  # the router uses no GPU: it needs no whole node
         lines.append("#SBATCH --exclusive")
+    elif gpus:  # a P/D pool on half a node: the other half is the other pool's job
+        lines.append("# Half a node's GPUs (a co-located P/D pool): not --exclusive, so the other pool's job can take "
+                     "the other half of the same node.")
     lines += [f"# {comment(inp.ctx.recipe.meta.title)}: {comment(inp.summary)}",
               f"# {comment(note)}"]
     if inp.blocked:
