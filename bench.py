@@ -421,7 +421,10 @@ def browser_figures(site: Path, runs: int, extended: bool = True) -> None:
                f"stock Pyodide cold boot to a first runPython, same server and run: median {med(stock):.2f} s; "
                f"its controls too: median {med(settled):.2f} s; the worker's boot, medians from its start: "
                + ", ".join(f"{k} {med([t[k] for t in boots if k in t]):.0f}" for k in ("fetched", "restored", "ready")
-                           if any(k in t for t in boots)) + " ms")
+                           if any(k in t for t in boots)) + " ms"
+               + (f"; it started {med([t['boot_at'] for t in boots if 'boot_at' in t]):.0f} ms after navigation "
+                  f"(its thread at {med([t['worker_at'] for t in boots if 'worker_at' in t]):.0f})"
+                  if any("boot_at" in t for t in boots) else ""))
         report("deep link needing Python ÷ stock Pyodide cold boot", med(times) / med(stock), 0.3, "×")
         times, n, gz, rt = link_first_visit(b, base, PRERENDERED_LINK, served, runs)
         report("deep link rendered ahead, first visit: transferred", gz / 1e6, 10, "MB gzip", f"{n} requests, {rt} runtime")

@@ -42,7 +42,7 @@ def real():
 def test_the_build_ships_the_snapshot_packed_and_smaller(real):
     full, packed = real
     assert sparse.unpack(packed) == full
-    # what it is for: the zero pages of the zeroed free heap do not travel (37.7 → ~21.8 MB on 2026-12-06)
+    # what it is for: the zero pages of the zeroed free heap do not travel (37.7 → ~18.7 MB on 2026-12-06, 1-KiB pieces)
     assert len(packed) < 0.8 * len(full)
 
 

@@ -728,7 +728,11 @@
     viewFn = (id, query) => worker.postMessage({type: "view", id, query, sentAt: performance.timeOrigin + performance.now()});
     app.dataset.loadMs = String(msg.ms);
     app.dataset.bootMode = msg.mode;
-    app.dataset.timings = JSON.stringify(msg.timings || {});
+    // The worker's timings, with when it and its boot began, in ms after this page's start (read by `make bench`).
+    const at = msg.at || {};
+    app.dataset.timings = JSON.stringify({...(msg.timings || {}),
+      ...(at.worker ? {worker_at: Math.round(at.worker - performance.timeOrigin)} : {}),
+      ...(at.boot ? {boot_at: Math.round(at.boot - performance.timeOrigin)} : {})});
     setStatus("ready", msg.mode === "cold" ? `Running without the fast start (${why}).` : "");
     const next = pending || {query: planQuery(location.search), push: false};
     pending = null;

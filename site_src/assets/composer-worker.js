@@ -11,8 +11,9 @@
 // query, next} for a page already showing query's plan (only the look-ahead runs, over
 // `next`: the queries of the options on screen).
 // The worker replies {type:"progress", text} while booting, then {type:"ready",
-// mode, ms, timings} (timings: ms from the boot's start to the snapshot fetched and
-// restored, the runtime up and ready) or {type:"failed", stage:"snapshot"|"runtime"|"integrity",
+// mode, ms, timings, at} (timings: ms from the boot's start to the snapshot fetched,
+// hashed, unpacked, its wasm parts ready, restored, the runtime up and ready; at: the
+// worker's and the boot's start on the shared timeOrigin + now clock) or {type:"failed", stage:"snapshot"|"runtime"|"integrity",
 // error} (integrity: a file does not match its hash); per view
 // request, in two parts, {type:"plan", id, view, ms, queued, postedAt} (queued: ms the
 // request waited for the worker; postedAt: when the reply left, on the shared
@@ -202,8 +203,11 @@ async function boot(msg) {
       // code over its bytes); the cold boot, from its own checked files,
       // composes the same commands instead.
       await image.ok.catch(() => { throw new Error("snapshot content does not match its SHA-256"); });
+      timings.hashed = Math.round(performance.now() - t0);
       bytes = unpackSnapshot(bytes);  // the checked file holds the non-zero pages only (composer/buildtime/sparse.py)
+      timings.unpacked = Math.round(performance.now() - t0);
       const [patch] = await snapshotParts.catch((err) => { throw new Error(String(err.message || err)); });
+      timings.parts = Math.round(performance.now() - t0);
       pyodide = await watched(loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: bytes,
                                            createPyodideModule: growingFactory(factory, bytes.length, dataRebuilder(bytes, patch))}));
       timings.restored = Math.round(performance.now() - t0);
@@ -230,7 +234,10 @@ async function boot(msg) {
              compareJson: (a, b) => render.compare_json(recipeText, catalogText, a, b),
              explainJson: (command, index, query) => render.explain_json(command, index, query)};
   const ms = Math.round(performance.now() - t0);
-  self.postMessage({type: "ready", mode: msg.mode, ms, timings: {...timings, runtime: Math.round(tRuntime), ready: ms}});
+  // at: when this worker's global began and when its boot began, on the clock the page shares
+  // (timeOrigin + now), so the page can say how long after its own start each came.
+  self.postMessage({type: "ready", mode: msg.mode, ms, timings: {...timings, runtime: Math.round(tRuntime), ready: ms},
+                    at: {worker: performance.timeOrigin, boot: performance.timeOrigin + t0}});
 }
 
 // Import and compare (the page's tools): {type:"import", id, text, hint} →
