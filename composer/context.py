@@ -24,6 +24,10 @@ OMNI_STRATEGY = Strategy(
 
 MAX_NODES = 16
 """Largest node count offered per deployment or pool (seed: P/D pools 1 to 16)."""
+HALF_NODE_BRANDS = ("NVIDIA", "AMD")
+"""Brands whose GPUs a process is given by ``CUDA_VISIBLE_DEVICES`` (vLLM
+0.33 reads it on ROCm too, ``platforms/rocm.py``): where a P/D pool may run on
+half a node (``dimensions.HALF_NODE``)."""
 
 # Built-in Advanced knobs (semantics §8). ``when`` names the condition that
 # shows them; a hidden knob is never emitted (upstream W29).
@@ -296,6 +300,20 @@ class RecipeContext:
         """Whether one node's HBM holds the weights (``composer.memory.weights_fit``)."""
         return weights_fit(self.weights_gb(variant_id, None, hw_id), self.hw(hw_id).vram_gb)
 
+    def shares_host_socket(self, kv_id: str) -> str | None:
+        """Why two vLLM servers on one host cannot both use KV offload
+        ``kv_id`` (a KV store whose P/D connector is ``MooncakeStoreConnector``:
+        it names its lookup socket after the host, the DP rank and its rpc
+        port, vllm 0.33 ``distributed/kv_transfer/kv_connector/v1/mooncake/store/
+        worker.py`` 2467-2480, and a server removes and binds whatever is at
+        that path, 2317-2326: the second pool would take over the first's), or
+        None."""
+        st = self.catalog.strategies.get(kv_id) if kv_id else None
+        if st is None or not any("MooncakeStoreConnector" in str(a) for role in st.pd.values() for a in role.args):
+            return None
+        return (f"{self.kv_label(kv_id)}: its store connector names its lookup socket after the host and the DP rank "
+                "(vLLM's MooncakeStoreConnector), so two pools on one node would take over each other's.")
+
     def fits_half_node(self, hw_id: str, variant_id: str) -> bool:
         """Whether half of one node's GPUs (⌊G/2⌋ of G, at least one) hold the
         weights: where a P/D pool may run on half a node
@@ -303,7 +321,8 @@ class RecipeContext:
         holds twice the model, semantics §9)."""
         hw = self.hw(hw_id)
         half = hw.gpu_count // 2
-        return half >= 1 and weights_fit(self.weights_gb(variant_id, None, hw_id), hw.vram_gb * half / hw.gpu_count)
+        return (hw.brand in HALF_NODE_BRANDS and half >= 1
+                and weights_fit(self.weights_gb(variant_id, None, hw_id), hw.vram_gb * half / hw.gpu_count))
 
     # ----- strategies -----------------------------------------------------
     def strategy(self, sid: str) -> Strategy:

@@ -267,12 +267,20 @@ def _pools(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[
         out[f"{name}_nodes"] = []
         other = POOLS[1 - POOLS.index(name)]
         half = ctx.fits_half_node(sel.hardware, sel.variant)  # ½ is offered where half a node holds the weights
+        mate = sel.pool(other)
         for k in range(HALF_NODE if half else 1, MAX_NODES + 1):
-            # ½ puts both pools on one node (co-located): half a node for one pool alone leaves the other half idle
-            query = base.with_values(**{f"{name}_nodes": k, **({f"{other}_nodes": HALF_NODE} if k == HALF_NODE else {})})
+            # ½ puts both pools on one node (co-located); a whole count leaves it, the other pool sized afresh:
+            # one pool alone on half a node leaves the other half idle (an adversarial finding: both clicks did)
+            together = {f"{other}_nodes": HALF_NODE} if k == HALF_NODE else (
+                {f"{other}_nodes": None} if mate is not None and mate.half else {})
+            query = base.with_values(**{f"{name}_nodes": k, **together})
             got, why = resolved_with_notices(ctx, dict(query.values))
             got_k = got.pool(name).nodes if got.pool(name) else k
             reason = raise_reason(why, k, got_k) if got_k != k else None
+            if reason is None and k == HALF_NODE and not (got.pool(other) and got.pool(other).half):
+                own = next((dict(n.per_count).get(HALF_NODE) for n in why
+                            if n.code == "nodes-raised" and n.subject == f"{other}_nodes"), None)
+                reason = f"The {other} pool cannot run on the other half" + (f": {own}" if own else ".")
             if reason is None:
                 reason = _error(ctx, query, base)
             out[f"{name}_nodes"].append({

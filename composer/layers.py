@@ -667,6 +667,13 @@ them from the strategy, hardware and node count, and no recipe layer may change
 them afterwards (the summary and the capacity check describe that layout)."""
 
 
+PLACEMENT_KEYS = frozenset({"port"})
+"""Flags the composer sets only where two servers share a host (the second of
+two co-located P/D pools that ask for one ``--port``, ``composer.plan``): in a
+command's topology they are put back over the recipe's value like the
+topology's own; where the topology has none, the recipe's value stays."""
+
+
 def _topology_source(spec: CommandSpec) -> Source:
     path = TOPOLOGY.path(node=_node_name(spec))
     return Source("strategy", path.text, path)
@@ -724,6 +731,12 @@ def _reassert_topology(argv: ArgvBuilder, spec: CommandSpec) -> list[tuple[str |
                 displaced.append((None, entry))
         elif entry.unit != wanted[key] or not entry.source.key.startswith(TOPOLOGY_SOURCE):
             if entry.unit != wanted[key]:
+                displaced.append((None, entry))
+            argv.add([wanted[key]], _topology_source(spec))
+    for key in PLACEMENT_KEYS & wanted.keys():
+        entry = argv.get(key)
+        if entry is None or entry.unit != wanted[key]:
+            if entry is not None:
                 displaced.append((None, entry))
             argv.add([wanted[key]], _topology_source(spec))
     return displaced

@@ -14,7 +14,7 @@ from composer import forms  # imported here, not lazily: the browser's memory sn
 from composer import launch
 from composer import run_forms as run
 from composer import vllm_cli
-from composer.argv import ArgvError, Entry, Source, flag_value
+from composer.argv import ArgvError, Entry, Source, Unit, flag_value
 from composer.positions import check
 from composer.canonical import canonical_request, pinned_request, resolved_selection
 from composer.context import MAX_NODES, RecipeContext
@@ -653,6 +653,7 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
     total = pd_nodes(sel)
     shared = colocated(sel)
     side_ports: list[tuple[int, int]] = []  # (first port, DP ranks) of the NIXL side channels on the shared node
+    http_ports: list[str] = []  # the API servers' ports on the shared node
     for name in POOLS:
         pool = sel.pool(name)
         assert pool is not None  # a P/D selection has both pools
@@ -678,9 +679,15 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
             cmd = _command(ctx, sel, spec, lay, notices, label, extra, lite)
             if shared:
                 port = _side_port_clear(cmd.env, lay, side_ports)
-                if port is not None:
-                    extra["VLLM_NIXL_SIDE_CHANNEL_PORT"] = port
+                http = flag_value(cmd.argv, "--port") or "8000"  # vLLM's default (entrypoints/openai/cli_args.py)
+                if port is not None or (http in http_ports and http.isdigit()):
+                    if port is not None:
+                        extra["VLLM_NIXL_SIDE_CHANNEL_PORT"] = port
+                    if http in http_ports and http.isdigit():  # both pools' commands ask for one port: the second takes the next free one
+                        http = str(next(p for p in range(int(http) + 1, 65536) if str(p) not in http_ports))
+                        spec = replace(spec, topology=spec.topology + (Unit("port", http),))
                     cmd = _command(ctx, sel, spec, lay, notices, label, extra, lite)
+                http_ports.append(http)
             first = first or cmd
             cmds.append(cmd)
             if serves_api(lay, rank):

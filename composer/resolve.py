@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from composer.dimensions import CONTEXTS, DEFAULT_CONTEXT, HALF_NODE, POOLS, Pool, Selection
-from composer.context import MAX_NODES, OMNI_NO_BUILTINS, RecipeContext
+from composer.context import HALF_NODE_BRANDS, MAX_NODES, OMNI_NO_BUILTINS, RecipeContext
 from composer.layers import compose_layers
 from composer.memory import DEFAULT_GPU_UTIL, Flags, capacity, recipe_size_text
 from composer.modes import available_modes, default_mode, mode_block_reason, mode_label, moded_features, parse_fmode, preferred_mode
@@ -808,13 +808,21 @@ def pd_modes(ctx: RecipeContext, hw: str) -> list[str]:
 
 def half_problem(ctx: RecipeContext, sel: Selection, name: str, mode: str) -> str | None:
     """Why P/D pool ``name`` of kind ``mode`` cannot run on half a node
-    (``HALF_NODE``), or None: the node has fewer than 2 GPUs, the kind's
-    floor needs more GPUs than the half has, or the half cannot hold the
-    weights and a sequence's KV cache with a valid layout (``layout_ok``)."""
+    (``HALF_NODE``), or None: GPUs not picked by ``CUDA_VISIBLE_DEVICES``
+    (``context.HALF_NODE_BRANDS``), a node of fewer than 2 GPUs, a KV offload
+    whose connector two servers on one host cannot share
+    (``RecipeContext.shares_host_socket``), the kind's floor needing more GPUs
+    than the half has, or a half that cannot hold the weights and a
+    sequence's KV cache with a valid layout (``layout_ok``)."""
     hw = ctx.hw(sel.hardware)
     half = hw.gpu_count // 2
+    if hw.brand not in HALF_NODE_BRANDS:
+        return f"Half a node needs GPUs picked by CUDA_VISIBLE_DEVICES (NVIDIA or AMD), not {hw.brand} hardware."
     if half < 1:
         return f"A {hw.display_name} node has {hw.gpu_count} GPU: there is no half node to run the pool on."
+    shared = ctx.shares_host_socket(sel.kv_offload)
+    if shared:
+        return f"Not on half a node with this KV offload: {shared}"
     need = ctx.floor_gpus(mode, sel.hardware)
     if need > half:
         return f"{KINDS[mode].label} needs at least {need} GPUs; half a {hw.display_name} node has {half}."

@@ -205,3 +205,58 @@ def test_pasting_a_co_located_plan_brings_it_back(llama, install):
     r = importer.import_commands(llama, importer.read_text(command_text(plan)))
     assert r.plan is not None and r.differences == 0 and not r.unpasted and not r.unmatched
     assert (r.plan["selection"]["prefill_nodes"], r.plan["selection"]["decode_nodes"]) == (0, 0)
+
+
+def test_two_pools_that_ask_for_one_http_port_on_one_node_get_two(tmp_path):
+    # A recipe whose roles both say --port 8001 (adversarial finding: the notice said "its own ports").
+    def edit(data):
+        so = data.setdefault("strategy_overrides", {}).setdefault("pd_cluster", {})
+        so["decode"] = {**(so.get("decode") or {}), "vllm_args": ["--port", "8001"]}
+
+    ctx = _ctx(recipes_copy(tmp_path, f"models/{LLAMA}.yaml", edit), LLAMA)
+    plan = compose(ctx, "hardware=h200&strategy=pd_cluster&prefill_nodes=0&decode_nodes=0")
+    assert_shares_node_safely(plan, 8)
+    ports = [_flag(c["argv"], "--port") for c in plan["commands"] if c["pool"]]
+    assert ports == ["8001", "8002"], ports
+    router = next(c for c in plan["commands"] if c["role"] == "router")
+    assert "http://$DECODE_NODE_1:8002" in router["argv"]
+    # Whole nodes: each pool has its host, the recipe's port stays.
+    plan = compose(ctx, "hardware=h200&strategy=pd_cluster")
+    assert [_flag(c["argv"], "--port") for c in plan["commands"] if c["pool"]] == ["8001", "8001"]
+
+
+def test_mooncake_kv_offload_keeps_the_pools_on_their_own_nodes(minimax):
+    # MooncakeStoreConnector names its lookup socket after the host and the DP rank (vllm 0.33
+    # mooncake/store/worker.py:2467-2480): two pools on one host would take over each other's.
+    q = "hardware=b200&strategy=pd_cluster&kv_offload=kv_store_distributed_mooncake"
+    plan = compose(minimax, q + "&prefill_nodes=0&decode_nodes=0")
+    assert plan["selection"]["kv_offload"] == "kv_store_distributed_mooncake"
+    assert plan["selection"]["prefill_nodes"] >= 1 and plan["selection"]["decode_nodes"] >= 1
+    assert any(n["code"] == "nodes-raised" and "lookup socket" in n["message"] for n in plan["notices"])
+    opt = compose_page(minimax, q)["options"]["prefill_nodes"][0]
+    assert opt["id"] == "0" and opt["disabled"] and "lookup socket" in opt["reason"]
+
+
+def test_the_half_option_is_refused_when_the_other_pool_cannot_take_the_other_half(qwen):
+    # Qwen3 235B FP8 on B200: a TP pool fits half a node, a DEP pool needs 16 GPUs. ½ on the prefill pool
+    # would leave prefill on half a node and decode on a whole one: two nodes with half of one idle.
+    page = compose_page(qwen, "hardware=b200&variant=fp8&strategy=pd_cluster&prefill_mode=tp&decode_mode=dep")
+    half = page["options"]["prefill_nodes"][0]
+    assert half["id"] == "0" and half["disabled"]
+    assert half["reason"].startswith("The decode pool cannot run on the other half: DEP needs at least 16 GPUs")
+
+
+def test_leaving_co_location_sizes_the_other_pool_afresh(llama):
+    page = compose_page(llama, "hardware=h200&strategy=pd_cluster&prefill_nodes=0&decode_nodes=0")
+    one = next(o for o in page["options"]["prefill_nodes"] if o["id"] == "1")
+    assert "decode_nodes" not in one["query"]
+    got = compose(llama, one["query"])
+    assert (got["selection"]["prefill_nodes"], got["selection"]["decode_nodes"]) == (1, 1)
+
+
+def test_a_half_pool_slurm_job_asks_for_cpus_and_memory(llama):
+    out = compose(llama, "hardware=h200&strategy=pd_cluster&prefill_nodes=0&decode_nodes=0&install=slurm")["output"]
+    for a in out["artifacts"]:
+        if a["file_name"] in ("prefill.sbatch", "decode.sbatch"):
+            assert re.search(r"^#SBATCH --cpus-per-gpu=\d+$", a["text"], re.M)
+            assert re.search(r"^#SBATCH --mem-per-gpu=\d+G$", a["text"], re.M)

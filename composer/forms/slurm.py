@@ -37,6 +37,7 @@ from typing import Optional
 from composer.argv import flag_value
 from composer.forms import FormInput, OutputForm
 from composer.outputs import Artifact, Command
+from composer.k8s import CPU_PER_GPU, MEM_GI_PER_GPU, SHM_GI_PER_GPU
 from composer.positions import device_indices
 from composer.run_forms import TOOL_ENV
 from composer.shell import comment, env_text, indent, text_placeholders
@@ -196,8 +197,12 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
     if gpus and _whole_node(inp, pool):  # the router uses no GPU: it needs no whole node
         lines.append("#SBATCH --exclusive")
     elif gpus:  # a P/D pool on half a node: the other half is the other pool's job
-        lines.append("# Half a node's GPUs (a co-located P/D pool): not --exclusive, so the other pool's job can take "
-                     "the other half of the same node.")
+        # Without --exclusive a job gets the site's default CPUs and memory (often one CPU per task): ask
+        # for them per GPU, as the Kubernetes form's requests do (an adversarial finding).
+        lines += [f"#SBATCH --cpus-per-gpu={CPU_PER_GPU}", f"#SBATCH --mem-per-gpu={MEM_GI_PER_GPU + SHM_GI_PER_GPU}G",
+                  "# Half a node's GPUs (a co-located P/D pool): not --exclusive, so the other pool's job can take "
+                  "the other half of the same node; CPUs and memory per GPU as the Kubernetes form requests them "
+                  "(a starting point: raise them to what your nodes can give)."]
     lines += [f"# {comment(inp.ctx.recipe.meta.title)}: {comment(inp.summary)}",
               f"# {comment(note)}"]
     if inp.blocked:
