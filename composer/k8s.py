@@ -306,7 +306,7 @@ def _probe(port: int, path: str = "/health", **kw) -> dict:
 
 def _vllm_container(form: _Form, name: str, image: str, cmd: Command, sub_args: list[str], env: list[dict],
                     env_notes: dict, gpus: int, brand: Optional[str], installs: list[str], times: dict[int, int],
-                    mounts: list[dict], notes: dict, path: tuple, multi_node: bool) -> dict:
+                    mounts: list[dict], notes: dict, path: tuple, multi_node: bool, half: bool = False) -> dict:
     """One vLLM container: argv (with a wrapper when needed), env, the brand's
     GPU resource, ports and probes on vLLM's ``/health`` when it serves HTTP."""
     serves = "--headless" not in cmd.argv and cmd.argv[:2] == ("vllm", "serve")
@@ -337,7 +337,8 @@ def _vllm_container(form: _Form, name: str, image: str, cmd: Command, sub_args: 
                 "weights is never OOM-killed."]
     if brand in GPU_RESOURCE and gpus:
         res = {"limits": {GPU_RESOURCE[brand]: gpus}, "requests": {GPU_RESOURCE[brand]: gpus, **requests}}
-        notes[path + ("resources",)] = [f"{gpus} GPU(s) per pod: the GPUs of one node this command runs ranks on."] + cpu_note + (
+        notes[path + ("resources",)] = [f"{gpus} GPU(s) per pod: the GPUs of one node this command runs ranks on"
+                                        + (" (half of the node: a co-located P/D pool)." if half else ".")] + cpu_note + (
             [f"{PARAM} rdma: for RDMA between nodes add your RDMA device resource under limits and requests, e.g. "
              f"{RDMA_EXAMPLE} (the NVIDIA Network Operator's RDMA shared device plugin); without it, or the "
              "host-network parameter, NCCL and NIXL fall back to TCP over the pod network."] if multi_node else [])
@@ -599,7 +600,8 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
         own = _own_address(cmd)
         env, env_notes = _env_list(form, dict(cmd.env), sub, bool(own), {**fixed_env, **own}, _gpu_count(lay))
         container = _vllm_container(form, "vllm", image, cmd, args, env, env_notes, _gpu_count(lay), brand,
-                                    installs, times, _mounts(extra_mounts), notes, ("spec", "containers", 0), multi_node)
+                                    installs, times, _mounts(extra_mounts), notes, ("spec", "containers", 0), multi_node,
+                                    half=bool(getattr(lay, "devices", ())))
         containers = [container] + sidecar_containers(notes, ("spec", "containers"), 1, lws)
         spec = _pod_spec(form, containers, _volumes(form, extra_volumes, _gpu_count(lay)), notes, ("spec",), gpu_name,
                          sel.hardware, multi_node)
@@ -869,7 +871,9 @@ def _pd(form: _Form, serving, router, layouts, pod_template, nest, image) -> Non
         prefix = ("spec", "roles", k, "spec", "leaderWorkerTemplate")
         tmpl = _leader_worker_template(form, group, pod_template, nest, lay, pool, prefix, notes, pool)
         roles.append({"name": pool, "spec": {"replicas": 1, "leaderWorkerTemplate": tmpl}})
-        notes[("spec", "roles", k)] = [f"The {pool} pool: {len(group)} node(s) as one group."]
+        notes[("spec", "roles", k)] = [f"The {pool} pool: half a node's GPUs, one pod (co-located P/D: the other "
+                                       "pool's pod may share the node)." if lay.devices else
+                                       f"The {pool} pool: {len(group)} node(s) as one group."]
         every = "--headless" not in group[-1].argv
         selector = {LABEL: form.base, COMPONENT: pool}
         if not every:

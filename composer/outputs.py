@@ -295,11 +295,15 @@ class RecipeRef:
 @dataclass(frozen=True)
 class Placeholder:
     """A ``$name`` the commands leave to the person running them: what it
-    means and an example value (``composer.placeholders``)."""
+    means and an example value (``composer.placeholders``). ``same_as``:
+    another placeholder of the plan whose value this one takes while it has
+    none of its own ("" for none): a co-located P/D plan's ``DECODE_NODE_1``
+    is ``PREFILL_NODE_1``'s node (``composer.plan._placeholders``)."""
 
     name: str
     meaning: str
     example: str = ""
+    same_as: str = ""
 
 
 @dataclass(frozen=True)

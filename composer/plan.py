@@ -23,7 +23,7 @@ from composer.keypaths import KeyPath
 from composer.layers import TOPOLOGY_SOURCE, CommandSpec, compose_layers
 from composer.memory import capacity
 from composer.notices import Notices
-from composer.placeholders import placeholders
+from composer.placeholders import describe, placeholders
 from composer.outputs import CapacityCheck, Checkpoint, Command, EnvSource, FlagSource, Manifests, Plan, RecipeRef, Replaced, to_json
 from composer.parallel import DP_RPC_PORT, KINDS, layout_problem, node_units, serves_api, shape
 from composer.query import Request, parse_query
@@ -722,7 +722,8 @@ def _half_notice(ctx: RecipeContext, sel: Selection, cmds: list[Command], notice
         notices.add("info", "pd-colocated",
                     f"Both pools run on one {hw} node: prefill on GPUs {p.env['CUDA_VISIBLE_DEVICES']}, decode on GPUs "
                     f"{d.env['CUDA_VISIBLE_DEVICES']} (CUDA_VISIBLE_DEVICES), so PREFILL_NODE_1 and DECODE_NODE_1 are "
-                    f"both that node's address. Each binds its own ports (prefill: {ports(p)}; decode: {ports(d)}). "
+                    f"both that node's address. Each binds its own ports (prefill: {ports(p)}; decode: {ports(d)}); "
+                    "run each in its own shell (or its downloaded script): each command stays in the foreground. "
                     "The Kubernetes and SLURM forms ask for half a node's GPUs per pool and leave the placement to "
                     "the scheduler.", subject="pd")
         return
@@ -1304,7 +1305,7 @@ def plan_and_selection(ctx: RecipeContext, query, every_form: bool = False) -> t
         notices=tuple(notices.items()), capacity=tuple(caps), **verification(ctx, sel),
         url=("?" + shown) if shown else "", query=shown, share_url="?" + pinned, checkpoint=checkpoint(ctx, sel),
         kubernetes=_manifests(extra.get("kubernetes")), placeholders=_placeholders(commands, comps, client, form,
-                                                                               output.reason is None),
+                                                                               output.reason is None, colocated(sel)),
         output=output)
     return plan, sel, canon
 
@@ -1314,7 +1315,7 @@ def _manifests(value: object) -> Manifests | None:
     return value if isinstance(value, Manifests) else None
 
 
-def _placeholders(commands, comps, client, form, has_files: bool):
+def _placeholders(commands, comps, client, form, has_files: bool, shared: bool = False):
     """The placeholders panel (``composer.placeholders``) of the shown texts,
     each meaning followed by what the output ``form`` says of it
     (``OutputForm.placeholder_note``); a name the form's files set themselves
@@ -1322,7 +1323,10 @@ def _placeholders(commands, comps, client, form, has_files: bool):
     Both only when the form wrote its files (``has_files``): where it gives a
     reason instead (SLURM with several instances), the commands run by hand and
     need every value (an adversarial finding: the notes named a router.sbatch
-    that was not written)."""
+    that was not written). ``shared``: both P/D pools on one node, so
+    ``DECODE_NODE_1`` takes ``PREFILL_NODE_1``'s value while it has none of its
+    own (a fresh user's finding: the router script stopped at "set
+    DECODE_NODE_1 first" after the one address was given)."""
     outside = [c.command for c in comps] + [client.curl, client.bench]
     texts = [c.text for c in commands] + outside
     in_commands = {p.name for p in placeholders([c.text for c in commands])}
@@ -1332,6 +1336,9 @@ def _placeholders(commands, comps, client, form, has_files: bool):
         if has_files and form.panel_skips(p.name) and p.name not in used_outside:
             continue
         note = form.placeholder_note(p.name, p.name in in_commands) if has_files else None
+        if shared and p.name == "DECODE_NODE_1":
+            p = replace(p, meaning="IP address of the node both pools share: the prefill pool's, unless you give "
+                                   "another here.", example=describe("PREFILL_NODE_1")[1], same_as="PREFILL_NODE_1")
         out.append(replace(p, meaning=f"{p.meaning} {note}") if note else p)
     return tuple(out)
 

@@ -871,10 +871,11 @@ def resolve_pd(ctx: RecipeContext, sel: Selection, req: Request, n: Notices) -> 
             n.add("error", "capacity", f"{label}: no node count up to {MAX_NODES} of {ctx.hw(hw).display_name} has room for the weights and the KV cache with a valid layout.")
             nodes = min(lower, MAX_NODES)
         elif half_why is not None:
-            why, counts = raise_reasons(ctx, sel_p, 1, floor, nodes, f"{KINDS[mode].label} needs at least "
-                                        f"{ctx.floor_gpus(mode, hw)} GPUs.",
+            floor_msg = f"{KINDS[mode].label} needs at least {ctx.floor_gpus(mode, hw)} GPUs."
+            why, counts = raise_reasons(ctx, sel_p, 1, floor, nodes, floor_msg,
                                         lambda k, m=mode, nm=name: pool_layout(ctx, sel, nm, m, k), name)
-            if not (why and ctx.floor_gpus(mode, hw) > ctx.hw(hw).gpu_count // 2):  # else the floor says it
+            # the half's own reason first, unless it is the kind's floor, which the text already starts with
+            if not (why.startswith(floor_msg) and half_why.startswith(floor_msg[:-1])):
                 why = " ".join(x for x in (half_why, why) if x)
             n.add("warning" if want is not None else "info", "nodes-raised",
                   f"{label}: nodes raised from ½ (half a node) to {nodes}: {why}",

@@ -453,7 +453,8 @@ def install_notices(ctx: RecipeContext, sel, notices) -> None:
                     f"The recipe's container image {image} holds vLLM {tag.group(1)}, older than the vLLM {minver} "
                     "this configuration needs; the pip install meets it.", subject="docker_image", new=minver)
     deploy = ctx.strategy(sel.strategy).deploy_type
-    if sel.form == "docker" and (deploy == "pd_cluster" or (deploy == "multi_node" and sel.nodes > 1)):
+    # (a co-located P/D plan is one node: its KV transfer stays inside it)
+    if sel.form == "docker" and sel.nodes > 1 and deploy in ("pd_cluster", "multi_node"):
         notices.add("info", "docker-rdma",
                     "Across nodes NCCL (and the KV transfer of P/D) is fast only over InfiniBand or RoCE: on nodes that "
                     "have it, add --device=/dev/infiniband --cap-add=IPC_LOCK --ulimit memlock=-1 to each docker run "

@@ -260,3 +260,24 @@ def test_a_half_pool_slurm_job_asks_for_cpus_and_memory(llama):
         if a["file_name"] in ("prefill.sbatch", "decode.sbatch"):
             assert re.search(r"^#SBATCH --cpus-per-gpu=\d+$", a["text"], re.M)
             assert re.search(r"^#SBATCH --mem-per-gpu=\d+G$", a["text"], re.M)
+
+
+def test_the_shared_nodes_address_is_asked_once(llama):
+    plan = compose(llama, "hardware=h200&strategy=pd_cluster&prefill_nodes=0&decode_nodes=0")
+    ph = {p["name"]: p for p in plan["placeholders"]}
+    assert ph["DECODE_NODE_1"]["same_as"] == "PREFILL_NODE_1"
+    assert ph["DECODE_NODE_1"]["example"] == ph["PREFILL_NODE_1"]["example"]
+    whole = compose(llama, "hardware=h200&strategy=pd_cluster")
+    assert all(p["same_as"] == "" for p in whole["placeholders"])
+
+
+def test_one_node_docker_says_nothing_of_cross_node_rdma(llama):
+    q = "hardware=h200&strategy=pd_cluster&install=docker"
+    assert not any(n["code"] == "docker-rdma" for n in compose(llama, q + "&prefill_nodes=0&decode_nodes=0")["notices"])
+    assert any(n["code"] == "docker-rdma" for n in compose(llama, q)["notices"])
+
+
+def test_a_half_refused_by_the_floor_says_so_before_the_whole_counts(k3):
+    got = compose(k3, "hardware=b300&strategy=pd_cluster&prefill_nodes=0&decode_nodes=0")
+    msg = next(n["message"] for n in got["notices"] if n["code"] == "nodes-raised" and n["subject"] == "prefill_nodes")
+    assert "half a B300 node has 4" in msg, msg

@@ -67,7 +67,8 @@ def files(inp: FormInput, detail: object) -> tuple[tuple[Artifact, ...], str | N
     if not m.yaml:
         return (), m.reason
     note = (f"Apply with kubectl apply -f {m.file_name}. Values marked PARAMETER are yours to set; "
-            "the per-node tabs show the commands each pod runs.")
+            "the per-node tabs show each pod's command as a host would run it (in the pods, the addresses come "
+            "from the pods and Services, and a GPU index list counts the pod's own GPUs from 0).")
     return (Artifact(m.file_name, "application/yaml", m.yaml, note=note),), None
 
 

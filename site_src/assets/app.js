@@ -305,10 +305,12 @@
   }
   function phValues() {  // the usable values of the placeholders this plan has
     const stored = phStored();
+    const usable = (v) => typeof v === "string" && PH_SAFE.test(v);
     const out = new Map();
     for (const p of plan.placeholders || []) {
-      const v = stored[p.name];
-      if (typeof v === "string" && PH_SAFE.test(v)) out.set(p.name, v);
+      // same_as: one this placeholder takes the value of while it has none (co-located P/D: one node's address)
+      const v = usable(stored[p.name]) ? stored[p.name] : (p.same_as && usable(stored[p.same_as]) ? stored[p.same_as] : null);
+      if (v !== null) out.set(p.name, v);
     }
     return out;
   }

@@ -184,3 +184,32 @@ def test_an_over_long_link_reads_as_the_cli_reads_it(page, server):
     plan = cli("meta-llama/Llama-3.3-70B-Instruct", query)
     assert plan["selection"]["hardware"] == "h100"
     assert state["selected"]["hardware"] == ["h100"] and state["argvs"] == argvs(plan)
+
+
+def test_a_co_located_plans_one_address_fills_both_pools_hosts(page, server):
+    """A fresh user's finding: on a co-located P/D plan (both pools on one
+    node) the panel asked for PREFILL_NODE_1 and DECODE_NODE_1 as two unrelated
+    addresses; given the first only, the router script stopped at "set
+    DECODE_NODE_1 first". DECODE_NODE_1 now takes PREFILL_NODE_1's value
+    while it has none of its own."""
+    page.goto(f"{server}{LLAMA}?hardware=h200&strategy=pd_cluster&prefill_nodes=0&decode_nodes=0")
+    wait_ready(page)
+    panel = page.locator("#placeholders details.placeholders")
+    decode = panel.locator('input[data-ph="DECODE_NODE_1"]')
+    assert decode.get_attribute("placeholder") == "same as $PREFILL_NODE_1"
+    router = page.locator('#commands [role="tab"]', has_text="Router")
+    router.click()
+    panel_id = router.get_attribute("aria-controls")
+    code = page.locator(f"#{panel_id} pre code")
+    assert "$DECODE_NODE_1" in code.text_content()
+    panel.locator('input[data-ph="PREFILL_NODE_1"]').fill("10.1.2.3")
+    page.wait_for_function(f"() => document.querySelector('#{panel_id} pre code').textContent.includes('10.1.2.3:8002')")
+    assert "10.1.2.3:8001" in code.text_content() and "$DECODE_NODE_1" not in code.text_content()
+    with page.expect_download() as info:
+        page.locator(f"#{panel_id} button.download").click()
+    script = Path(info.value.path()).read_text()
+    assert "http://10.1.2.3:8002" in script and "DECODE_NODE_1:?" not in script
+    # A value of its own wins.
+    decode.fill("10.9.9.9")
+    page.wait_for_function(f"() => document.querySelector('#{panel_id} pre code').textContent.includes('10.9.9.9:8002')")
+    page.locator("#placeholders button.ph-clear").click()
