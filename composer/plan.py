@@ -663,8 +663,8 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
         endpoints[name] = []
         first = None
         # Two pools on one node must not bind the same ports: the DP RPC port is the command's
-        # (--data-parallel-rpc-port), the next one for the second pool.
-        rpc = str(int(DP_RPC_PORT) + len(side_ports)) if shared else DP_RPC_PORT
+        # (--data-parallel-rpc-port), the next one for the decode pool.
+        rpc = str(int(DP_RPC_PORT) + POOLS.index(name)) if shared else DP_RPC_PORT
         for rank in range(min(lay.nodes, 2) if lite else lay.nodes):
             head = f"${upper}_NODE_1"
             spec = CommandSpec(name, rank, tuple(node_units(lay, rank, "pd_cluster", head=head, pd_pool=True,
