@@ -611,3 +611,23 @@ def test_the_page_shows_preflight_and_kubectl_steps_in_kubernetes_mode(k3):
     assert "$HEAD_IP" not in html and "uv pip install" not in html
     pip = r.fragments(compose_page(k3, "hardware=h200&strategy=multi_node_tp"), ("extras",))["extras"]
     assert "uv pip install" in pip and "Before you apply" not in pip
+
+
+@pytest.mark.parametrize("query", ["hardware=h200&strategy=pd_cluster", "hardware=b200&nodes=2&strategy=multi_node_tp",
+                                   "hardware=h200&strategy=pd_cluster&prefill_nodes=0&decode_nodes=0"])
+def test_the_panel_asks_for_no_node_address_the_manifests_set(query):
+    """A fresh user's finding: the Kubernetes form's panel asked for
+    PREFILL_NODE_1 and DECODE_NODE_1, which no manifest reads (the pods get
+    the leader's and their own address, the router the Services). A name the
+    manifests set is asked for only where a line outside them uses it."""
+    from composer.forms import HOST_PLACEHOLDERS
+
+    ctx = make_context("meta-llama/Llama-3.3-70B-Instruct", load_recipe(ROOT / "recipes", "meta-llama/Llama-3.3-70B-Instruct"),
+                       load_catalog(ROOT / "recipes"))
+    plan = compose(ctx, query + "&install=k8s")
+    outside = " ".join([plan["client"]["curl"], plan["client"]["bench"], *(c["command"] for c in plan["companions"])])
+    for p in plan["placeholders"]:
+        if HOST_PLACEHOLDERS.fullmatch(p["name"]):
+            assert "$" + p["name"] in outside, p["name"]
+    pip = compose(ctx, query)
+    assert any(HOST_PLACEHOLDERS.fullmatch(p["name"]) for p in pip["placeholders"])  # the host form asks for them

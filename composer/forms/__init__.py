@@ -82,6 +82,14 @@ class OutputForm:
     runs_commands: bool = False
 
 
+HOST_PLACEHOLDERS = re.compile(r"HEAD_IP|NODE_\d+_IP|(?:PREFILL|DECODE)_NODE_\d+|INSTANCE_\d+_(?:HEAD_IP|IP|NODE_\d+_IP)")
+"""The placeholders that name a node of the plan (its head, a pool's or an
+instance's nodes): a form that places the nodes itself (SLURM from the hosts
+it gives a job, Kubernetes from its pods and Services) sets them in its own
+files, so its panel asks for them only where a line outside those files uses
+them (``OutputForm.panel_skips``)."""
+
+
 def script_name(label: str) -> str:
     """A command's script file name from its tab label (``Prefill node 1/2``
     → ``prefill-node-1-of-2.sh``, ``Prefill, GPUs 0–3`` → ``prefill-gpus-0-3.sh``):

@@ -5,7 +5,7 @@ for P/D — running the Docker form's image (``composer.k8s`` builds them)."""
 from __future__ import annotations
 
 from composer import k8s
-from composer.forms import FormInput, OutputForm
+from composer.forms import HOST_PLACEHOLDERS, FormInput, OutputForm
 from composer.outputs import Artifact, Manifests
 from composer.parallel import Layout
 
@@ -79,4 +79,8 @@ FORM: OutputForm = OutputForm(
     needs_image=True, vllm_from="image",
     command_text=lambda cmd: cmd.pip_text,
     files=files, plan_key="kubernetes", detail=manifests, runs_companions=True,
+    # The manifests set every node's address themselves (the group leader's, the pod's own, the Services':
+    # composer/k8s.py), so the panel asks for one only for a line outside them (a fresh user's finding: it
+    # asked for PREFILL_NODE_1 and DECODE_NODE_1, which no manifest reads).
+    panel_skips=lambda name: bool(HOST_PLACEHOLDERS.fullmatch(name)),
 )

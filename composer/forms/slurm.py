@@ -35,7 +35,7 @@ import re
 from typing import Optional
 
 from composer.argv import flag_value
-from composer.forms import FormInput, OutputForm
+from composer.forms import HOST_PLACEHOLDERS, FormInput, OutputForm
 from composer.outputs import Artifact, Command
 from composer.k8s import CPU_PER_GPU, MEM_GI_PER_GPU, SHM_GI_PER_GPU
 from composer.positions import device_indices
@@ -356,7 +356,7 @@ def _instance_files(inp: FormInput) -> tuple[tuple[Artifact, ...], Optional[str]
     return tuple(out), None
 
 
-_JOB_HOSTS = re.compile(r"HEAD_IP|NODE_\d+_IP|(?:PREFILL|DECODE)_NODE_\d+|INSTANCE_\d+_(?:HEAD_IP|IP|NODE_\d+_IP)")
+_JOB_HOSTS = HOST_PLACEHOLDERS
 """The placeholders an sbatch job sets from its host list (``_host_names``,
 ``_router_hosts``): whatever runs inside the jobs needs no value for them."""
 
