@@ -9,7 +9,7 @@ from composer import run_forms as run
 from composer.canonical import raise_reason, resolved_selection, resolved_with_notices
 from composer.context import MAX_NODES, RecipeContext
 from composer.memory import recipe_size_text
-from composer.dimensions import DIMENSIONS, EFFECT_DIMS, HALF_NODE, POOLS, Selection
+from composer.dimensions import DIMENSIONS, EFFECT_DIMS, HALF_NODE, POOLS, Selection, pool_size_label
 from composer.notices import lower_first
 from composer.modes import default_mode, format_fmode, mode_block_reason, mode_label, moded_features, parse_fmode
 from composer.outputs import Option
@@ -284,7 +284,7 @@ def _pools(ctx: RecipeContext, sel: Selection, base: Request) -> dict[str, list[
             if reason is None:
                 reason = _error(ctx, query, base)
             out[f"{name}_nodes"].append({
-                "id": str(k), "label": "½" if k == HALF_NODE else str(k), "selected": k == pool.nodes,
+                "id": str(k), "label": pool_size_label(k), "selected": k == pool.nodes,
                 "disabled": reason is not None, "reason": reason, "query": query.query(),
                 **({"description": f"Half of one node's GPUs ({'the first half' if name == POOLS[0] else 'the second half'}); with the {other} pool on "
                                    "the other half, both run on one node."} if k == HALF_NODE else {}),
@@ -688,7 +688,7 @@ def _mark_defaults_and_effects(ctx: RecipeContext, sel: Selection, opts: dict) -
                     label = ctx.strategy_label(value) if d == "strategy" else (
                         ctx.hw(value).display_name if d == "hardware" else
                         ctx.variant_label(value) if d == "variant" else
-                        "½" if d.endswith("_nodes") and value == str(HALF_NODE) else value)
+                        pool_size_label(int(value)) if d in ("prefill_nodes", "decode_nodes") else value)
                     changes.append(f"{d.replace('_', ' ')} → {label}")
                 elif d != "nodes":
                     changes.append(f"{d.replace('_', ' ')} no longer applies")

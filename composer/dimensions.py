@@ -129,6 +129,12 @@ prefill runs on the first half of the node's GPUs, decode on the second
 (``composer.resolve.pool_layout``). Both pools at ``HALF_NODE`` share one node."""
 
 
+def pool_size_label(nodes: int) -> str:
+    """How a P/D pool's node count is written for people: "½" for
+    ``HALF_NODE``, else the number."""
+    return "½" if nodes == HALF_NODE else str(nodes)
+
+
 @dataclass(frozen=True)
 class Pool:
     """One P/D pool: its parallel ``mode`` (tp | tep | dep) and ``nodes``

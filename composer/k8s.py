@@ -601,7 +601,7 @@ def build(ctx, sel, commands: list[Command], companions: list[CompanionProcess],
         env, env_notes = _env_list(form, dict(cmd.env), sub, bool(own), {**fixed_env, **own}, _gpu_count(lay))
         container = _vllm_container(form, "vllm", image, cmd, args, env, env_notes, _gpu_count(lay), brand,
                                     installs, times, _mounts(extra_mounts), notes, ("spec", "containers", 0), multi_node,
-                                    half=bool(getattr(lay, "devices", ())))
+                                    half=bool(lay.devices))
         containers = [container] + sidecar_containers(notes, ("spec", "containers"), 1, lws)
         spec = _pod_spec(form, containers, _volumes(form, extra_volumes, _gpu_count(lay)), notes, ("spec",), gpu_name,
                          sel.hardware, multi_node)

@@ -27,9 +27,9 @@ from composer.placeholders import describe, placeholders
 from composer.outputs import CapacityCheck, Checkpoint, Command, EnvSource, FlagSource, Manifests, Plan, RecipeRef, Replaced, to_json
 from composer.parallel import DP_RPC_PORT, KINDS, layout_problem, node_units, serves_api, shape
 from composer.query import Request, parse_query
-from composer.dimensions import POOLS, Selection
+from composer.dimensions import POOLS, Selection, pool_size_label
 from composer.forms import FORMS, FormInput
-from composer.resolve import feature_label, layout_for, pd_node_count, pool_layout, resolve, util_in_force
+from composer.resolve import feature_label, half_devices, layout_for, pd_node_count, pool_layout, resolve, util_in_force
 from composer.shell import command_text, env_text, recipe_command
 
 LAYER_LABELS = {
@@ -680,10 +680,11 @@ def _pd_commands(ctx: RecipeContext, sel: Selection, notices: Notices,
             if shared:
                 port = _side_port_clear(cmd.env, lay, side_ports)
                 http = flag_value(cmd.argv, "--port") or "8000"  # vLLM's default (entrypoints/openai/cli_args.py)
-                if port is not None or (http in http_ports and http.isdigit()):
+                clash = http in http_ports and http.isdigit()  # both pools ask for one port: the second takes the next free one
+                if port is not None or clash:
                     if port is not None:
                         extra["VLLM_NIXL_SIDE_CHANNEL_PORT"] = port
-                    if http in http_ports and http.isdigit():  # both pools' commands ask for one port: the second takes the next free one
+                    if clash:
                         http = str(next(p for p in range(int(http) + 1, 65536) if str(p) not in http_ports))
                         spec = replace(spec, topology=spec.topology + (Unit("port", http),))
                     cmd = _command(ctx, sel, spec, lay, notices, label, extra, lite)
@@ -707,10 +708,15 @@ def _half_notice(ctx: RecipeContext, sel: Selection, cmds: list[Command], notice
     are the same machine, and the ports each pool binds there (pip and
     Docker; the Kubernetes and SLURM forms request half a node's GPUs per pod
     or job and let the scheduler place them)."""
-    halves = [c for c in cmds if "CUDA_VISIBLE_DEVICES" in c.env]
+    # the pools the selection puts on half a node (a recipe's own CUDA_VISIBLE_DEVICES on a whole-node pool
+    # is no half: the notice had read it so)
+    halves = [next(c for c in cmds if c.pool == p) for p in POOLS if sel.pool(p).half]  # type: ignore[union-attr]
     if not halves:
         return
     hw = ctx.hw(sel.hardware).display_name
+
+    def gpus(c: Command) -> str:
+        return ",".join(str(i) for i in half_devices(ctx, sel.hardware, c.pool or ""))
 
     def ports(c: Command) -> str:
         rpc = flag_value(c.argv, "--data-parallel-rpc-port")
@@ -720,8 +726,8 @@ def _half_notice(ctx: RecipeContext, sel: Selection, cmds: list[Command], notice
     if colocated(sel):
         p, d = halves[0], halves[-1]
         notices.add("info", "pd-colocated",
-                    f"Both pools run on one {hw} node: prefill on GPUs {p.env['CUDA_VISIBLE_DEVICES']}, decode on GPUs "
-                    f"{d.env['CUDA_VISIBLE_DEVICES']} (CUDA_VISIBLE_DEVICES), so PREFILL_NODE_1 and DECODE_NODE_1 are "
+                    f"Both pools run on one {hw} node: prefill on GPUs {gpus(p)}, decode on GPUs "
+                    f"{gpus(d)} (CUDA_VISIBLE_DEVICES), so PREFILL_NODE_1 and DECODE_NODE_1 are "
                     f"both that node's address. Each binds its own ports (prefill: {ports(p)}; decode: {ports(d)}); "
                     "run each in its own shell (or its downloaded script): each command stays in the foreground. "
                     "The Kubernetes and SLURM forms ask for half a node's GPUs per pool and leave the placement to "
@@ -730,7 +736,7 @@ def _half_notice(ctx: RecipeContext, sel: Selection, cmds: list[Command], notice
     c = halves[0]
     other = "decode" if c.pool == "prefill" else "prefill"
     notices.add("info", "pd-half-node",
-                f"The {c.pool} pool runs on half a {hw} node (GPUs {c.env['CUDA_VISIBLE_DEVICES']}); the other half stays "
+                f"The {c.pool} pool runs on half a {hw} node (GPUs {gpus(c)}); the other half stays "
                 f"idle unless the {other} pool takes it too ({other} pool nodes ½).", subject=f"{c.pool}_nodes")
 
 
@@ -800,10 +806,10 @@ def summary(ctx: RecipeContext, sel: Selection, commands: list[Command]) -> str:
         # process (no GPU node of its own): it runs on any host that reaches both pools.
         assert sel.decode is not None  # a P/D selection has both pools
         total = pd_nodes(sel)
-        sizes = {p: ("½" if sel.pool(p).half else str(sel.pool(p).nodes)) for p in POOLS}  # type: ignore[union-attr]
         return (f"{total} × {hw.display_name} node{'s' if total > 1 else ''} · P/D"
                 + (" co-located" if colocated(sel) else "")
-                + f": prefill {sizes['prefill']} × {KINDS[sel.prefill.mode].label} + decode {sizes['decode']} × "
+                + f": prefill {pool_size_label(sel.prefill.nodes)} × {KINDS[sel.prefill.mode].label} + decode "
+                f"{pool_size_label(sel.decode.nodes)} × "
                 f"{KINDS[sel.decode.mode].label}; router on any host · {prec}")
     text = f"{sel.nodes} × {hw.display_name} · {ctx.strategy_label(sel.strategy)} · {_shape(ctx, sel)} · {prec}"
     if sel.instances > 1:
@@ -834,18 +840,16 @@ def verification(ctx: RecipeContext, sel: Selection) -> dict:
         return {"verified": False, "verification": f"{hw} is verified with {others}; this strategy is composed, not verified",
                 "verification_detail": NOT_VERIFIED}
     what = f"{hw} · {ctx.strategy_label(sel.strategy)}" if configs else hw
+    recorded = "The recipe records a run of this " + ("hardware and strategy" if configs else "hardware")
     changed = departures(ctx, sel)
     if changed:
         return {"verified": False,
                 "verification": f"Composed, not verified: differs ({', '.join(changed)}) from the recipe's verified run "
                                 f"on {what}",
-                "verification_detail": "The recipe records a run of this " + ("hardware and strategy" if configs else "hardware")
-                + " with its default choices. What this plan does differently (" + ", ".join(changed) + ") was not part of that run: "
-                "the commands are built by the same rules and checked against vLLM " + vllm_cli.VERSION
-                + "'s options; test them before relying on them."}
-    return {"verified": True, "verification": f"Verified on {what}",
-            "verification_detail": "The recipe records a run of this " + ("hardware and strategy" if configs else "hardware")
-            + " with the choices shown."}
+                "verification_detail": recorded + " with its default choices. What this plan does differently ("
+                + ", ".join(changed) + ") was not part of that run: the commands are built by the same rules and "
+                "checked against vLLM " + vllm_cli.VERSION + "'s options; test them before relying on them."}
+    return {"verified": True, "verification": f"Verified on {what}", "verification_detail": recorded + " with the choices shown."}
 
 
 NOT_VERIFIED = ("Built from the recipe by the same rules as verified configurations, and checked against vLLM "
@@ -922,7 +926,7 @@ def departures(ctx: RecipeContext, sel: Selection) -> list[str]:
     for name in POOLS:
         mine, theirs = sel.pool(name), base.pool(name)
         if mine and mine != theirs:
-            out.append(f"{name} {'½' if mine.half else mine.nodes} × {mine.mode.upper()}")
+            out.append(f"{name} {pool_size_label(mine.nodes)} × {mine.mode.upper()}")
     if sel.nodes != base.nodes and not sel.prefill:
         out.append(f"{sel.nodes} node{'s' if sel.nodes != 1 else ''}")
     if sel.instances != base.instances:

@@ -281,3 +281,18 @@ def test_a_half_refused_by_the_floor_says_so_before_the_whole_counts(k3):
     got = compose(k3, "hardware=b300&strategy=pd_cluster&prefill_nodes=0&decode_nodes=0")
     msg = next(n["message"] for n in got["notices"] if n["code"] == "nodes-raised" and n["subject"] == "prefill_nodes")
     assert "half a B300 node has 4" in msg, msg
+
+
+def test_a_recipes_own_gpu_list_on_a_whole_node_pool_is_no_half(tmp_path):
+    # Review finding: the half-node notice was read from the commands' CUDA_VISIBLE_DEVICES, so a recipe that
+    # sets one on a whole-node pool got "runs on half a node".
+    def edit(data):
+        so = data.setdefault("strategy_overrides", {}).setdefault("pd_cluster", {})
+        so["prefill"] = {**(so.get("prefill") or {}), "env": {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}}
+
+    ctx = _ctx(recipes_copy(tmp_path, f"models/{LLAMA}.yaml", edit), LLAMA)
+    plan = compose(ctx, "hardware=h200&strategy=pd_cluster")
+    assert not any(n["code"] in ("pd-half-node", "pd-colocated") for n in plan["notices"])
+    plan = compose(ctx, "hardware=h200&strategy=pd_cluster&prefill_nodes=0&decode_nodes=0")
+    note = next(n["message"] for n in plan["notices"] if n["code"] == "pd-colocated")
+    assert "prefill on GPUs 0,1,2,3, decode on GPUs 4,5,6,7" in note
