@@ -476,6 +476,7 @@ def write_runtime(tmp: Path) -> dict:
         files[f"runtime/{names[key]}"] = sha256_hex(data)
     return {"index": f"runtime/pyodide-{core}/", "python": f"runtime/{names['python']}",
             "snapshot": f"runtime/{names['snapshot']}", "snapshot_size": len(snapshot),
+            "snapshot_memory": len(full),
             "snapshot_sha256": sha256_hex(snapshot), "pyodide_version": pyodide_version(),
             "stdlib": f"runtime/{names['stdlib']}", "wasm": f"runtime/{names['wasm']}",
             "wasm_patch": f"runtime/{names['patch']}", "files": files}

@@ -78,10 +78,19 @@ const {{unpackSnapshot}} = await import({json.dumps((build.ROOT / "site_src/asse
 console.log(createHash("sha256").update(unpackSnapshot(new Uint8Array(readFileSync("packed.bin")))).digest("hex"));
 try {{ unpackSnapshot(new Uint8Array(readFileSync("bad.bin"))); console.log("accepted"); }}
 catch (err) {{ console.log(err.message); }}
+// Into a buffer allocated before the file came (the worker's way): the same bytes, and a buffer of
+// another length (a page built with another snapshot) refused before anything is written.
+const into = new Uint8Array({len(full)});
+console.log(unpackSnapshot(new Uint8Array(readFileSync("packed.bin")), into) === into ? createHash("sha256").update(into).digest("hex") : "a new buffer");
+const short = new Uint8Array({len(full) - 16});
+try {{ unpackSnapshot(new Uint8Array(readFileSync("packed.bin")), short); console.log("accepted"); }}
+catch (err) {{ console.log(err.message, short.some((b) => b !== 0) ? "written" : "untouched"); }}
 """
     (tmp_path / "run.mjs").write_text(script)
     out = subprocess.run(["node", "run.mjs"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    digest, refusal = out.stdout.strip().splitlines()
-    assert digest == hashlib.sha256(full).hexdigest()
+    digest, refusal, digest_into, refusal_into = out.stdout.strip().splitlines()
+    assert digest == digest_into == hashlib.sha256(full).hexdigest()
     assert refusal == "the packed snapshot has bytes after its last page"
+    assert refusal_into == (f"the packed snapshot unpacks to {len(full)} bytes, not the {len(full) - 16} "
+                            "the page was built with untouched")

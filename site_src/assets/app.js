@@ -716,6 +716,7 @@
     worker.postMessage({
       type: "init", mode, indexURL: abs(app.dataset.runtime), snapshotURL: abs(app.dataset.snapshot),
       stdlibURL: abs(app.dataset.stdlib), snapshotSize: Number(app.dataset.snapshotSize),
+      snapshotMemory: Number(app.dataset.snapshotMemory),
       wasmURL: abs(app.dataset.wasm), wasmPatchURL: abs(app.dataset.wasmPatch),
       pyodideVersion: app.dataset.pyodideVersion, files: runtimeFiles(),
       pythonURL: abs(app.dataset.python), recipeURL: abs(app.dataset.bundle), catalogURL: abs(app.dataset.catalog),

@@ -93,22 +93,42 @@ export function installSitePython(pyodide, zipBytes) {
 // export of pyodide.asm.mjs) so the instance's memory grows first
 // (browser-runtime-notes.md); pass the result as loadPyodide's createPyodideModule.
 //
-// With `rebuild` (the snapshot path: `dataRebuilder`), the module instantiated
-// is the build's copy without its data segments (composer/buildtime/wasm_data.py:
-// the snapshot already holds that memory): before the instance is handed on,
-// so before Emscripten runs the module's constructors over it, `rebuild`
-// writes the segments' bytes into its memory. The constructors see a fresh
-// instance's memory, and Pyodide's restore then overwrites all of it as before.
+// With `rebuild` (the snapshot path: `dataRebuilder`, or a Promise of it), the
+// module instantiated is the build's copy without its data segments
+// (composer/buildtime/wasm_data.py: the snapshot already holds that memory).
+// `rebuild` writes the segments' bytes into its memory before anything reads
+// that memory: Emscripten's `preRun` steps (Pyodide's first one reads the
+// version word `_Py_Version` to name the standard library's zip) and then the
+// module's constructors (`initRuntime`, which read the static data). The
+// instance is handed on at once (Emscripten's and Pyodide's JavaScript set up
+// around it, which reads no memory), and the `preRun` steps are run by one step
+// that holds a run dependency until `rebuild` is there: given a Promise, the
+// module is compiled, instantiated and set up while the snapshot is still on
+// its way. The constructors see a fresh instance's memory, and Pyodide's
+// restore then overwrites all of it as before. A Promise that rejects leaves
+// the dependency held and loadPyodide waiting: the caller races it
+// (composer-worker.js).
 export function growingFactory(factory, bytesNeeded, rebuild = null) {
   return (settings) => {
     const instantiate = settings.instantiateWasm;
+    let memory = null;
     settings.instantiateWasm = (imports, done) => instantiate(imports, (instance, module) => {
-      const memory = instance.exports.memory;
+      memory = instance.exports.memory;
       const missing = bytesNeeded - memory.buffer.byteLength;
       if (missing > 0) memory.grow(Math.ceil(missing / 65536));
-      if (rebuild) rebuild(new Uint8Array(memory.buffer));
       done(instance, module);
     });
+    if (rebuild) {
+      const steps = [].concat(settings.preRun || []);
+      settings.preRun = [(M) => {
+        M.addRunDependency("snapshot-data");
+        Promise.resolve(rebuild).then((write) => {
+          write(new Uint8Array(memory.buffer));
+          for (const step of steps) step(M);  // each adds its own run dependencies before this one goes
+          M.removeRunDependency("snapshot-data");
+        });
+      }];
+    }
     return factory(settings);
   };
 }
@@ -151,17 +171,20 @@ const PACKED_MAGIC = 0x31505A53;  // composer/buildtime/sparse.py MAGIC
 // The snapshot the page fetches has its all-zero pages left out
 // (composer/buildtime/sparse.py: header, bitmap, kept pages); this writes
 // it back into a zeroed buffer of its full length, the same steps as
-// sparse.unpack. Run on the packed file's checked bytes; a file whose sizes
-// do not add up exactly is refused before anything runs.
-export function unpackSnapshot(packed) {
+// sparse.unpack: `into` when given (all zero, the full length the page was
+// built with: the worker allocates it before the file arrives), else a new
+// one. Run on the packed file's checked bytes; a file whose sizes do not add
+// up exactly, or whose length is not `into`'s, is refused before anything runs.
+export function unpackSnapshot(packed, into = null) {
   const words = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
   const fail = (why) => { throw new Error(`the packed snapshot ${why}`); };
   if (packed.byteLength < 16 || words.getUint32(0, true) !== PACKED_MAGIC) fail("is not of its format");
   const full = words.getUint32(4, true), page = words.getUint32(8, true), count = words.getUint32(12, true);
   if (page === 0 || count !== Math.ceil(full / page)) fail("has a page count that does not match its length");
+  if (into && into.byteLength !== full) fail(`unpacks to ${full} bytes, not the ${into.byteLength} the page was built with`);
   let at = 16 + Math.ceil(count / 8);
   if (at > packed.byteLength) fail("is truncated");
-  const out = new Uint8Array(full);
+  const out = into || new Uint8Array(full);
   for (let i = 0; i < count; i++) {
     if (!((packed[16 + (i >> 3)] >> (i & 7)) & 1)) continue;
     const size = Math.min(page, full - i * page);

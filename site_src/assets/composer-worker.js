@@ -3,8 +3,9 @@
 // compiled templates already imported: ~0.5 s), or, when the page asks for it
 // after a failed restore, boot Python cold and import everything (~5 s).
 // Protocol. The page sends {type:"init", mode:"snapshot"|"cold", indexURL,
-// snapshotURL, stdlibURL, snapshotSize, wasmURL, wasmPatchURL, pyodideVersion,
-// pythonURL, recipeURL, catalogURL, files} (wasmURL, wasmPatchURL: the snapshot
+// snapshotURL, stdlibURL, snapshotSize, snapshotMemory, wasmURL, wasmPatchURL, pyodideVersion,
+// pythonURL, recipeURL, catalogURL, files} (snapshotSize, snapshotMemory: the
+// snapshot file's length and its memory's, unpacked; wasmURL, wasmPatchURL: the snapshot
 // path's module without its data segments and the patch that rebuilds them,
 // boot-python.mjs dataRebuilder; files: absolute URL → SHA-256 of every file
 // the worker may fetch), then {type:"view", id, query, sentAt} per choice, or {type:"prime", id,
@@ -194,24 +195,38 @@ async function boot(msg) {
   let pyodide;
   const timings = {};  // ms from t0, read by `make bench` (data-timings)
   if (msg.mode === "snapshot") {
-    let bytes;
     try {
-      bytes = await image.bytes;
-      timings.fetched = Math.round(performance.now() - t0);
-      if (bytes.length !== msg.snapshotSize) throw new Error(`snapshot is ${bytes.length} bytes, expected ${msg.snapshotSize}`);
-      // A snapshot that is not the build's is never restored (restoring runs
-      // code over its bytes); the cold boot, from its own checked files,
-      // composes the same commands instead.
-      await image.ok.catch(() => { throw new Error("snapshot content does not match its SHA-256"); });
-      timings.hashed = Math.round(performance.now() - t0);
-      bytes = unpackSnapshot(bytes);  // the checked file holds the non-zero pages only (composer/buildtime/sparse.py)
-      timings.unpacked = Math.round(performance.now() - t0);
-      const [patch] = await snapshotParts.catch((err) => { throw new Error(String(err.message || err)); });
-      timings.parts = Math.round(performance.now() - t0);
-      pyodide = await watched(loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: bytes,
-                                           createPyodideModule: growingFactory(factory, bytes.length, dataRebuilder(bytes, patch))}));
+      // The snapshot's memory, allocated now (its length is the page's data-snapshot-memory) so that
+      // Pyodide can load its JavaScript, instantiate the module and set it up while the file is still
+      // on its way: only Emscripten's preRun steps and the constructors wait for `segments`
+      // (growingFactory), and the restore reads this buffer after them, so once the file is checked
+      // and unpacked into it.
+      if (!(msg.snapshotMemory > 0)) throw new Error("the page gives no snapshot memory size");
+      const memory = new Uint8Array(msg.snapshotMemory);
+      // Resolves to the function that writes the wasm data segments (boot-python.mjs dataRebuilder).
+      const segments = (async () => {
+        const bytes = await image.bytes;
+        timings.fetched = Math.round(performance.now() - t0);
+        if (bytes.length !== msg.snapshotSize) throw new Error(`snapshot is ${bytes.length} bytes, expected ${msg.snapshotSize}`);
+        // A snapshot that is not the build's is never restored (restoring runs
+        // code over its bytes); the cold boot, from its own checked files,
+        // composes the same commands instead.
+        await image.ok.catch(() => { throw new Error("snapshot content does not match its SHA-256"); });
+        timings.hashed = Math.round(performance.now() - t0);
+        unpackSnapshot(bytes, memory);  // the checked file holds the non-zero pages only (composer/buildtime/sparse.py)
+        checked.delete(bare(msg.snapshotURL));  // its 19 MB are in `memory` now: not kept for the page's life
+        timings.unpacked = Math.round(performance.now() - t0);
+        // Both belong to the snapshot: a missing or altered one falls back to the cold boot as it does.
+        const [patch] = await snapshotParts.catch((err) => { throw new Error(String(err.message || err)); });
+        timings.parts = Math.round(performance.now() - t0);
+        return dataRebuilder(memory, patch);
+      })();
+      // Pyodide waits for the data forever if `segments` fails: the race ends the boot with its error.
+      const failed = segments.then(() => new Promise(() => {}));
+      pyodide = await watched(Promise.race([
+        loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: memory,
+                     createPyodideModule: growingFactory(factory, memory.length, segments)}), failed]));
       timings.restored = Math.round(performance.now() - t0);
-      checked.delete(bare(msg.snapshotURL));  // its 22 MB are in the runtime's memory now: not kept for the page's life
       if (pyodide.version !== msg.pyodideVersion) throw new Error(`runtime ${pyodide.version}, snapshot made with ${msg.pyodideVersion}`);
       pyodide.runPython(RESTORED_PY);
       pyodide.runPython("import composer.render\nassert composer.render._BROWSER is not None");
