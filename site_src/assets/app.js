@@ -623,7 +623,9 @@
     const tab = ev.target.closest && ev.target.closest('[role="tab"]');
     if (tab) tab.scrollIntoView({block: "nearest", inline: "nearest"});  // a tab reached by the keyboard is in view
   });
-  markTabOverflow();
+  // No call now: the ResizeObserver calls it once the page is first laid out. A call here read the
+  // layout before it was due (a forced layout of the whole page, ~20 ms) and held back the rest of
+  // this script, a deep link's start of the composer included.
 
   // ----- the last hardware chosen, across recipe pages ---------------------
   // A click on a GPU is remembered in this browser; a recipe page opened with

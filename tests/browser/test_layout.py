@@ -97,9 +97,13 @@ def test_phone_tap_targets_tabs_and_no_sideways_scroll(page, server, query):
     assert tabs["rows"] == 1 and tabs["overflow"] == "auto"
     if query:  # P/D on GB300: more tabs than fit, reached by scrolling the tab row, not the page
         assert tabs["n"] >= 7 and tabs["scroll"] > tabs["width"]
+        # The strip says where tabs are cut off (app.js markTabOverflow, called by its observers once
+        # the page is laid out and after each plan): at the end before any scroll, at the start after.
+        assert page.get_attribute("#commands .tabs", "data-more") == "end"
         last = page.locator('#commands [role="tab"]').last
         last.click()
         assert last.get_attribute("aria-selected") == "true" and page.is_visible("#" + last.get_attribute("aria-controls"))
+        page.wait_for_function("() => ['start', 'both'].includes(document.querySelector('#commands .tabs').dataset.more)")
         assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
     page.locator("#panel-0 details.explain summary").click() if page.is_visible("#panel-0 details.explain summary") else None
     assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
