@@ -48,12 +48,21 @@ function zeroFreeMemory(M) {
 const [pyodideDir, zipPath, outPath, warmPath] = process.argv.slice(2);
 const indexURL = pyodideDir.endsWith("/") ? pyodideDir : pyodideDir + "/";
 const {loadPyodide} = await import(pathToFileURL(indexURL + "pyodide.mjs").href);
+// PYTHONHASHSEED: with a random seed the packed snapshot's size (composer/buildtime/sparse.py) varied
+// between builds of the same inputs, 18.4 to 20.3 MB (measured 2026-12-06): the objects' places in the
+// heap, so how many 1-KiB pieces hold any live byte, follow the order hashing gives them. A fixed seed
+// gives the same layout, so the same size, on every build of the same inputs (the bytes still differ
+// in a few places: the random module's state, made at import, and some words of the runtime's own).
+// Of seeds 0-12, seven gave 18.4-18.5 MB and six 19.2-19.3 MB; 1 gave 18.40 MB on that day's code
+// (another code can move any seed to the other group). The restored interpreter keeps the seed: pages
+// hash with it (someone who collides dict keys through a link slows only the tab that opens it).
+const HASH_SEED = "1";
 // PYTHONNODEBUGRANGES: the code objects compiled here (the composer, Jinja2,
 // the templates) keep line numbers but not the column ranges Python 3.11+
 // adds for traceback carets: the snapshot's gzip 7.88 → 7.38 MB (measured,
 // Pyodide 314.0.7). The flag lives in the snapshot's interpreter state; error
 // messages, which the page shows, are unchanged.
-const pyodide = await loadPyodide({indexURL, _makeSnapshot: true, env: {PYTHONNODEBUGRANGES: "1"},
+const pyodide = await loadPyodide({indexURL, _makeSnapshot: true, env: {PYTHONNODEBUGRANGES: "1", PYTHONHASHSEED: HASH_SEED},
                                    stdout: () => {}, stderr: (m) => console.error(m)});
 installSitePython(pyodide, new Uint8Array(readFileSync(zipPath)));
 if (warmPath) {  // build.py WARMUP_QUERIES: a Python str, no JavaScript object stays held

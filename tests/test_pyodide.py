@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -177,13 +178,16 @@ def test_the_snapshot_is_warmed_up_without_the_warm_up_recipe(snapshot):
     """Issue 22: the snapshot maker composes one plan of build.WARMUP_RECIPE
     before the snapshot (boot-python.mjs ``WARM_PY``), so the flag look-ups
     and the schema's field types are made when a page restores it; the warm-up
-    recipe's context and the warm-up's names are not kept."""
+    recipe's context and the warm-up's names are not kept. It is made with a
+    fixed hash seed (snapshot.mjs ``HASH_SEED``): the same inputs give the same
+    layout, so the same packed size, on every build."""
     script = (
         "import {restore} from './tests/pyodide_restore.mjs';"
         "const input = JSON.parse(require_input);"
         "const py = await restore(input);"
-        "console.log(py.runPython(`import json, composer.api, composer.vllm_cli, composer.convert\\n"
-        "json.dumps({'contexts': composer.api.context_from_json.cache_info().currsize,"
+        "console.log(py.runPython(`import json, os, composer.api, composer.vllm_cli, composer.convert\\n"
+        "json.dumps({'seed': os.environ.get('PYTHONHASHSEED'),"
+        " 'contexts': composer.api.context_from_json.cache_info().currsize,"
         " 'flags': composer.vllm_cli.canonical.cache_info().currsize,"
         " 'fields': composer.convert._fields.cache_info().currsize,"
         " 'names': sorted(k for k in globals() if 'warm' in k)})`));")
@@ -195,4 +199,6 @@ def test_the_snapshot_is_warmed_up_without_the_warm_up_recipe(snapshot):
     assert res.returncode == 0, res.stderr[-3000:]
     got = json.loads(res.stdout.strip().splitlines()[-1])
     assert got["contexts"] == 0 and got["names"] == []
+    seed = re.search(r'const HASH_SEED = "(\d+)";', (ROOT / "site_src" / "snapshot.mjs").read_text())
+    assert seed and got["seed"] == seed.group(1)
     assert got["flags"] > 10 and got["fields"] > 5
