@@ -170,13 +170,19 @@ function watched(promise) {
 async function boot(msg) {
   const t0 = performance.now();
   files = new Map(Object.entries(msg.files || {}));
-  const data = Promise.all([get(msg.recipeURL, "recipe data"), get(msg.catalogURL, "catalogue")]);
-  data.catch(() => {});  // reported when awaited below
-  const image = msg.mode === "snapshot" ? fetched(msg.snapshotURL, "snapshot") : {bytes: get(msg.pythonURL, "composer", "bytes")};
-  image.bytes.catch(() => {});
+  // Requests leave in the order they are needed: a host speaking HTTP/1.1 (the bench's) serves six
+  // at a time, so the Pyodide modules, the small files and the wasm module go first, and the
+  // snapshot (~19 MB) and the recipe's data (needed only once Python is up) after them. Set up
+  // needs the modules and the wasm module; the snapshot arrives while that runs (growingFactory).
+  // Pyodide 314 runs in module workers only (classic workers are refused).
+  const modules = Promise.all([importVerified(msg.indexURL + "pyodide.mjs"),
+                               importVerified(msg.indexURL + "pyodide.asm.mjs").then((m) => m.default)]);
   // Everything Pyodide will ask for is fetched and checked now, alongside the
   // rest, so a missing or altered file is reported at once.
   const stdLibURL = msg.mode === "snapshot" ? msg.stdlibURL : msg.indexURL + "python_stdlib.zip";
+  const present = Promise.all([verified(msg.indexURL + "pyodide-lock.json"), verified(stdLibURL),
+                               msg.mode === "snapshot" ? null : fetched(msg.indexURL + "pyodide.asm.wasm").ok]);
+  present.catch(() => {});
   // The snapshot path instantiates the build's module without data segments
   // and rebuilds them from the snapshot (boot-python.mjs dataRebuilder): both
   // files belong to the snapshot, so like it they fall back to the cold boot.
@@ -184,12 +190,11 @@ async function boot(msg) {
   const snapshotParts = msg.mode === "snapshot"
     ? Promise.all([verified(msg.wasmPatchURL, "wasm data patch"), fetched(msg.wasmURL, "wasm module").ok]) : null;
   snapshotParts?.catch(() => {});
-  const present = Promise.all([msg.mode === "snapshot" ? null : fetched(msg.indexURL + "pyodide.asm.wasm").ok,
-                               verified(stdLibURL), verified(msg.indexURL + "pyodide-lock.json")]);
-  present.catch(() => {});
-  // Pyodide 314 runs in module workers only (classic workers are refused).
-  const [{loadPyodide}, factory] = await Promise.all([importVerified(msg.indexURL + "pyodide.mjs"),
-                                                      importVerified(msg.indexURL + "pyodide.asm.mjs").then((m) => m.default)]);
+  const image = msg.mode === "snapshot" ? fetched(msg.snapshotURL, "snapshot") : {bytes: get(msg.pythonURL, "composer", "bytes")};
+  image.bytes.catch(() => {});
+  const data = Promise.all([get(msg.recipeURL, "recipe data"), get(msg.catalogURL, "catalogue")]);
+  data.catch(() => {});  // reported when awaited below
+  const [{loadPyodide}, factory] = await modules;
   // A missing or altered runtime file is reported as such (never a cold boot).
   await present;
   let pyodide;
