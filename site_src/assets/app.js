@@ -159,11 +159,18 @@
 
   // ----- preview while a link's plan is prepared ----------------------------
   const actions = () => output.querySelectorAll("button.copy, button.download, button.copy-all, button.download-all, #share");
-  function setPreview(on) {
+  // kind "link": a link's plan is coming (the banner says the commands are the recipe default);
+  // "choice": a choice made before the composer had loaded is coming: dimmed and not copyable, as a
+  // link's, but without the banner, which pushed the controls down under the pointer (fresh-user
+  // finding: ~50 px, so a second click at the same spot picked the GPU below). A link's preview stays one.
+  function setPreview(on, kind = "link") {
     preview = on;
     fullPageLink();
-    document.documentElement.classList.toggle("link-preview", on);
-    banner.hidden = !on;
+    const root = document.documentElement.classList;
+    if (!on) root.remove("link-preview", "choice-preview");
+    else if (kind === "link" || root.contains("link-preview")) root.add("link-preview");
+    else root.add("choice-preview");
+    banner.hidden = !root.contains("link-preview");
     for (const b of actions()) {
       b.disabled = on;
       if (on) b.title = "Preparing your configuration…";
@@ -414,6 +421,7 @@
   // Every choice is a query sent to the worker; only the reply to the latest
   // request is rendered, so quick clicks never show a stale plan.
   let worker = null;
+  let heldStatus = null;  // the loading words ready() kept on screen for the plan still to come
   let seq = 0;
   const pushes = new Map();
 
@@ -425,8 +433,9 @@
         swapBack();
         return;
       }
-      if (query !== "" || planQuery(location.search) !== "") setPreview(true);
-      setStatus("queued", "Your choice will be applied as soon as the composer has loaded…");
+      if (query !== "" || planQuery(location.search) !== "") setPreview(true, "choice");
+      // One line on a phone: the status line keeps one line's room, so a longer text pushed the controls down.
+      setStatus("queued", "Loading the composer for your choice…");
       return;
     }
     const id = ++seq;
@@ -445,6 +454,8 @@
     plan = next.plan;
     swap(next.fragments);
     setPreview(false);
+    if (heldStatus !== null && statusEl.textContent === heldStatus) setStatus(statusEl.dataset.state, "");
+    heldStatus = null;
     if (push && hardwareClicked) rememberHardware(plan.selection.hardware);
     hardwareClicked = false;
     if (rememberedApplied) sayRemembered();
@@ -738,7 +749,10 @@
     app.dataset.timings = JSON.stringify({...(msg.timings || {}),
       ...(at.worker ? {worker_at: Math.round(at.worker - performance.timeOrigin)} : {}),
       ...(at.boot ? {boot_at: Math.round(at.boot - performance.timeOrigin)} : {})});
-    setStatus("ready", msg.mode === "cold" ? `Running without the fast start (${why}).` : "");
+    // While a link's or a choice's plan is still to come, the status keeps saying so until received()
+    // shows it (fresh-user finding: it went blank 0.2-0.7 s before the plan, under a banner still "Preparing…").
+    heldStatus = msg.mode === "cold" || !preview ? null : statusEl.textContent;
+    setStatus("ready", msg.mode === "cold" ? `Running without the fast start (${why}).` : (heldStatus || ""));
     const next = pending || {query: planQuery(location.search), push: false};
     pending = null;
     if (pendingImport) { pendingImport = false; runImport(); }
@@ -996,6 +1010,8 @@
     plan = next.plan;
     swap(next.fragments);
     setPreview(false);
+    if (heldStatus !== null && statusEl.textContent === heldStatus) setStatus(statusEl.dataset.state, "");
+    heldStatus = null;
     app.dataset.query = plan.query;
     history.replaceState({q: plan.query}, "", location.pathname + withView(plan.url) + location.hash);
     shownQuery = planQuery(location.search);

@@ -146,3 +146,44 @@ def test_a_swapped_view_rendered_ahead_is_an_error_never_a_plan(page, server, si
     page.route("**/data/views/**", lambda route: route.fulfill(status=200, body=other, content_type="application/json"))
     page.goto(f"{server}{K3}?hardware=mi355x")
     assert_integrity_error(page)
+
+
+def test_a_choice_before_the_composer_loads_moves_nothing_and_the_wait_is_said_until_the_plan(page, server):
+    """Fresh-user findings (issue 22): a first click on a bare page, made before
+    the composer had loaded, showed the link preview's banner, which pushed the
+    controls ~50 px down under the pointer; the status went blank 0.2-0.7 s
+    before the plan came; the phone's dock showed the old plan undimmed. Now
+    the choice is marked like a link's preview (dimmed, nothing to copy) but
+    without the banner, the status keeps its words until the plan is on
+    screen, and the dock is dimmed with the commands."""
+    held = []
+    page.route("**/runtime/snapshot-*.bin", lambda route: held.append(route))
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(server + K3)
+    page.wait_for_function("() => document.getElementById('app').dataset.started === 'true'")
+    page.evaluate("""() => { window.__said = [];
+        new MutationObserver(() => window.__said.push([document.getElementById('runtime-status').textContent,
+                                                      document.getElementById('app').dataset.shown || '']))
+          .observe(document.getElementById('runtime-status'), {childList: true, characterData: true, subtree: true}); }""")
+    label = page.locator('#controls label.opt:has(input[name="hardware"][value="h100"])')
+    before = label.bounding_box()
+    label.click()
+    page.wait_for_function("() => document.getElementById('runtime-status').dataset.state === 'queued'")
+    after = label.bounding_box()
+    assert abs(after["y"] - before["y"]) < 1, (before, after)
+    assert not page.locator("#preview-banner").is_visible()
+    assert page.evaluate("document.documentElement.classList.contains('choice-preview')")
+    assert page.locator("#share").is_disabled()
+    assert float(page.evaluate("getComputedStyle(document.getElementById('dock-summary')).opacity")) < 1
+    while not held:
+        page.wait_for_timeout(50)
+    for route in held:
+        route.continue_()
+    page.unroute("**/runtime/snapshot-*.bin")
+    page.wait_for_function("() => document.getElementById('app').dataset.shown === 'composed'")
+    assert not page.evaluate("document.documentElement.classList.contains('choice-preview')")
+    said = page.evaluate("window.__said")
+    assert said and all(text for text, shown in said if shown != "composed"), said  # never blank before the plan
+    settle(page)
+    assert page_state(page)["selected"]["hardware"] == ["h100"]
+    assert "Loading the composer" not in page.inner_text("#runtime-status")  # the plan is here: the words go
