@@ -494,8 +494,8 @@
     const input = ev.target;
     if (!input || input.dataset.query === undefined) return;
     clickAt = performance.now();
+    syncLabels();  // the clicked option looks chosen at once, not only once its plan's controls arrive (fresh-user finding)
     if (heading() === null) return apply(input.dataset.query, true);
-    syncLabels();
     apply(queuedQuery(input), true);
   });
   // The explanation of the option under the pointer or keyboard focus, shown
@@ -709,6 +709,7 @@
         }
         setStatus("error", "The composer could not compose this choice (" + last + "). The command shown is unchanged.");
         document.getElementById("controls").reset();  // back to the checked state of the plan shown
+        syncLabels();
       } else if (msg.type === "failed") {
         if (msg.stage === "integrity") {
           integrityFailed(msg.error);

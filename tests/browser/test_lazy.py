@@ -155,7 +155,8 @@ def test_a_choice_before_the_composer_loads_moves_nothing_and_the_wait_is_said_u
     before the plan came; the phone's dock showed the old plan undimmed. Now
     the choice is marked like a link's preview (dimmed, nothing to copy) but
     without the banner, the status keeps its words until the plan is on
-    screen, and the dock is dimmed with the commands."""
+    screen, and the dock is dimmed with the commands. Two GPUs looked chosen
+    until the new controls came: the clicked option looks chosen at once."""
     held = []
     page.route("**/runtime/snapshot-*.bin", lambda route: held.append(route))
     page.set_viewport_size({"width": 390, "height": 844})
@@ -172,6 +173,9 @@ def test_a_choice_before_the_composer_loads_moves_nothing_and_the_wait_is_said_u
     after = label.bounding_box()
     assert abs(after["y"] - before["y"]) < 1, (before, after)
     assert not page.locator("#preview-banner").is_visible()
+    # One GPU looks chosen, the clicked one (the default's stayed highlighted until the new controls came).
+    assert page.evaluate("""() => [...document.querySelectorAll('#controls label.opt.sel input[name="hardware"]')]
+                                   .map(i => i.value)""") == ["h100"]
     assert page.evaluate("document.documentElement.classList.contains('choice-preview')")
     assert page.locator("#share").is_disabled()
     assert float(page.evaluate("getComputedStyle(document.getElementById('dock-summary')).opacity")) < 1
