@@ -737,6 +737,8 @@
       // The worker composes the plans of the options a next click can send while the page is idle,
       // unless a script of this page set window.composerLookahead = false (the browser tests do).
       lookahead: window.composerLookahead !== false,
+      // How long the restore may take once the snapshot is in (60 s unless a test of this page sets it).
+      restoreTimeoutMs: Number(window.composerRestoreTimeoutMs) || 0,
     });
   }
 

@@ -25,7 +25,8 @@ import build
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+                 "--disable-component-update", "--no-first-run", "--disable-sync",
+                 "--js-flags=--expose-gc"]  # gc() in pages and workers: tests/browser/test_lazy.py checks what a boot frees
 
 
 @pytest.fixture(scope="session")
