@@ -43,6 +43,7 @@ from jinja2 import FileSystemLoader
 from composer.api import compose, compose_page, make_context
 from composer.controls import group_options
 from composer import vllm_cli
+from composer.plan_text import plan_text
 from composer.render import environment
 from composer.buildtime.routes import checkpoints, public_api_ids, route_map, variant_routes
 from composer.buildtime.loader import RecipeError, RecipeLoadError, recipe_paths, unsafe_recipe_files
@@ -857,6 +858,7 @@ def _render_recipe(rid: str) -> tuple[str, dict | None, list[RecipeError]]:
     header = recipe_header(recipe, rid, f"models/{rid}.yaml", job["repo_url"], job["repo_branch"])
     html = job["env"].get_template("recipe.html").render(plan=plan, recipe=recipe, rid=rid, prefix=prefix, runtime=runtime,
                                                          plan_json=script_json(plan), data_url=data_url,
+                                                         text_json=script_json(plan_text(plan)),
                                                          files_json=script_json(files), prerendered_json=script_json(prerendered),
                                                          header=header, guide_html=render_guide(recipe.guide))
     (tmp / rid).mkdir(parents=True, exist_ok=True)

@@ -118,9 +118,10 @@ def install_templates(sources: dict[str, str]) -> None:
 
 
 def page_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
-    """The page view of ``query`` rendered, as JSON ``{plan, fragments}``:
+    """The page view of ``query`` rendered, as JSON ``{plan, fragments, text}``:
     ``plan`` is the plan dict (argv, scripts, URL: what Copy, Download and
-    Share act on), ``fragments`` the HTML of every container. The worker asks
+    Share act on), ``fragments`` the HTML of every container, ``text`` what
+    Copy all copies (``composer.plan_text``). The worker asks
     for it in two parts (``plan_json`` then ``controls_json``); this is both."""
     first = json.loads(plan_json(recipe_json, catalog_json, query))
     first["fragments"].update(json.loads(controls_json(recipe_json, catalog_json, query))["fragments"])
@@ -136,17 +137,19 @@ def _renderer() -> PageRenderer:
 
 
 def plan_json(recipe_json: str, catalog_json: str, query: str | None) -> str:
-    """The plan of ``query`` and its fragments (all but the controls), as JSON
-    ``{plan, fragments}``."""
+    """The plan of ``query``, its fragments (all but the controls) and its
+    text (``composer.plan_text``: what the CLI prints, which Copy all copies),
+    as JSON ``{plan, fragments, text}``."""
     from composer.api import context_from_json
     from composer.outputs import to_json
     from composer.plan import plan_and_selection
+    from composer.plan_text import plan_text
 
     ctx = context_from_json(recipe_json, catalog_json)
     plan, sel, canon = plan_and_selection(ctx, query)
     ctx.cache("page-selection").put(query, (sel, canon, plan.notices))  # its controls_json follows
     data = to_json(plan)
-    return json.dumps({"plan": data, "fragments": _renderer().fragments(data, PLAN_FRAGMENTS)})
+    return json.dumps({"plan": data, "fragments": _renderer().fragments(data, PLAN_FRAGMENTS), "text": plan_text(data)})
 
 
 def explain_json(command_json: str, index: object = -1, query: object = "") -> str:

@@ -25,6 +25,8 @@
   const banner = document.getElementById("preview-banner");
   const FRAGMENTS = ["controls", "summary", "notices", "capacity", "placeholders", "commands", "extras", "checkpoint"];
   let plan = JSON.parse(document.getElementById("initial-plan").textContent);
+  // The plan as one text: what the CLI prints for it (composer/plan_text.py), which Copy all copies.
+  let planText = JSON.parse(document.getElementById("initial-text").textContent);
   let viewFn = null;      // set when the composer is ready
   let pending = null;     // {query, push}: what to compose once it is ready
   let target = null;      // query of the latest request sent to the worker
@@ -452,6 +454,7 @@
     pushes.delete(id);
     if (id !== seq) return;  // a newer request is on its way
     plan = next.plan;
+    planText = next.text;
     swap(next.fragments);
     setPreview(false);
     if (heldStatus !== null && statusEl.textContent === heldStatus) setStatus(statusEl.dataset.state, "");
@@ -567,18 +570,12 @@
     a.remove();
     setTimeout(() => URL.revokeObjectURL(url), 1000);
   }
-  // "Copy all" and "Download all" for a plan of several tabs: every tab's
-  // text as shown (placeholder values in), companions first as they start
-  // first, each under a "# --- label ---" line; the download is the plan's
-  // bundle (composer/forms: one script that writes every script).
+  // "Copy all" and "Download all" for a plan of several tabs: Copy all copies the plan's text, the
+  // CLI's (composer/plan_text.py: header, install steps, companions, then each command under a
+  // "# --- label (role) ---" line), with the placeholder values put in as the tabs show them; the
+  // download is the plan's bundle (composer/forms: one script that writes every script).
   function allTabsText() {
-    const panels = [...document.querySelectorAll("#commands .panel:not([data-role=file])")];
-    const order = panels.filter((p) => p.dataset.role === "companion").concat(panels.filter((p) => p.dataset.role !== "companion"));
-    return order.map((p) => {
-      const tab = document.getElementById(p.getAttribute("aria-labelledby"));
-      const code = p.querySelector("pre code");
-      return "# --- " + (tab ? tab.textContent.trim() : "") + " ---\n" + (code ? code.textContent : "");
-    }).join("\n\n") + "\n";
+    return phSubstitute(planText, phValues()) + "\n";
   }
   output.addEventListener("click", async (ev) => {
     if (preview) return;
@@ -1011,6 +1008,7 @@
     if (viewFn || pending || integrityBroken) return;  // a choice was made meanwhile: the composer answers it
     const next = JSON.parse(text);
     plan = next.plan;
+    planText = next.text;
     swap(next.fragments);
     setPreview(false);
     if (heldStatus !== null && statusEl.textContent === heldStatus) setStatus(statusEl.dataset.state, "");

@@ -10,10 +10,12 @@ all; disclosure markers on a phone; the last GPU remembered across pages."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
-from tests.browser.conftest import wait_ready
+from tests.browser.conftest import ROOT, wait_ready
 from tests.browser.test_page import K3, click, settle
 
 pytestmark = pytest.mark.browser
@@ -234,7 +236,20 @@ def test_router_tab_installs_the_router_and_copy_all(page, server):
     page.click("#commands button.copy-all")
     copied = page.evaluate("navigator.clipboard.readText()")
     labels = page.locator('#commands [role="tab"]').all_inner_texts()
-    assert all(f"# --- {label} ---" in copied for label in labels) and "uv pip install vllm-router" in copied
+    # Copy all is what the command line prints for the plan, byte for byte (a fresh user's finding: it
+    # had its own headers, and left out the install steps and the plan's comment lines).
+    cli = subprocess.run([sys.executable, "-m", "composer", "moonshotai/Kimi-K3", "--query",
+                          page.get_attribute("#app", "data-query")], cwd=ROOT, capture_output=True, text=True)
+    assert cli.returncode in (0, 1), cli.stderr
+    assert copied == cli.stdout
+    assert "uv pip install vllm-router" in copied and copied.count("\n# --- ") >= len(labels)
+    # With a placeholder's value given, Copy all has it in, as the tabs show it.
+    page.fill('#placeholders input[data-ph="PREFILL_NODE_1"]', "10.1.2.3")
+    page.wait_for_function("() => document.querySelector('#commands pre code').textContent.includes('10.1.2.3')")
+    page.click("#commands button.copy-all")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert "10.1.2.3" in copied and "$PREFILL_NODE_1" not in copied and "${PREFILL_NODE_1" not in copied
+    assert copied == cli.stdout.replace("${PREFILL_NODE_1}", "10.1.2.3").replace("$PREFILL_NODE_1", "10.1.2.3")
     with page.expect_download() as dl:
         page.click("#commands button.download-all")
     bundle = open(dl.value.path()).read()
