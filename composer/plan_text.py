@@ -53,17 +53,18 @@ def plan_text(plan: dict, explain: bool = False) -> str:
         out.append(c["text"])  # a router's text installs it first (run_forms.tool_install)
         if explain:
             for f in c["provenance"]:
-                line = comment(f"#   {f['flag']}{' ' + f['value'] if f['value'] is not None else ''}  <- {f['layer']}: {f['key']}")
-                for r in f["replaced"]:
-                    line += "  " + comment(f"(replaced {r['value']} from {r['layer']}: {r['key']})")
-                out.append(line)  # comment() keeps every explain line one line
-                if f.get("why"):
-                    out.append(comment(f"#       the recipe says: {f['why']}"))
+                out += _explained(f"{f['flag']}{' ' + f['value'] if f['value'] is not None else ''}", f)
             for e in c["env_provenance"]:
-                line = comment(f"#   {e['name']}={e['value']}  <- {e['layer']}: {e['key']}")
-                for r in e["replaced"]:
-                    line += "  " + comment(f"(replaced {r['value']} from {r['layer']}: {r['key']})")
-                out.append(line)  # comment() keeps every explain line one line
-                if e.get("why"):
-                    out.append(comment(f"#       the recipe says: {e['why']}"))
+                out += _explained(f"{e['name']}={e['value']}", e)
     return "\n".join(out)
+
+
+def _explained(setting: str, entry: dict) -> list[str]:
+    """The ``--explain`` lines of one flag or variable ``setting`` (``--tp 8``,
+    ``NAME=value``) from its provenance ``entry`` (``{layer, key, replaced,
+    why}``, ``composer.outputs``): where it was set, what it replaced, the
+    recipe's reason. ``comment()`` keeps every line one line."""
+    line = comment(f"#   {setting}  <- {entry['layer']}: {entry['key']}")
+    for r in entry["replaced"]:
+        line += "  " + comment(f"(replaced {r['value']} from {r['layer']}: {r['key']})")
+    return [line] + ([comment(f"#       the recipe says: {entry['why']}")] if entry.get("why") else [])
