@@ -182,12 +182,18 @@
 
   // The link's state, shown in the pre-rendered controls where they have the
   // choice (a P/D pool size, say, has no control until its plan is composed).
+  // A group the link does not set still shows the default's choice, which its plan may change (a P/D
+  // link's node count, say): marked as coming (aria-busy, dimmed) until the link's controls replace
+  // them (a fresh user read "Nodes 1" beside a 7-node plan).
   function showQueryInControls(query) {
     const q = new URLSearchParams(query);
     for (const fs of document.querySelectorAll("#controls fieldset[data-dim]")) {
       const param = fs.dataset.param;
       const value = fs.dataset.item ? items(q, param).get(fs.dataset.item) : q.get(param);
-      if (value === undefined || value === null) continue;
+      if (value === undefined || value === null) {
+        fs.setAttribute("aria-busy", "true");
+        continue;
+      }
       const inputs = [...fs.querySelectorAll("input")];
       if (fs.dataset.kind === "checkbox") {
         const on = new Set(value.split(",").filter(Boolean));
@@ -498,6 +504,8 @@
     if (!input || input.dataset.query === undefined) return;
     clickAt = performance.now();
     syncLabels();  // the clicked option looks chosen at once, not only once its plan's controls arrive (fresh-user finding)
+    const group = input.closest("fieldset");
+    if (group) group.removeAttribute("aria-busy");  // chosen now, not coming
     if (heading() === null) return apply(input.dataset.query, true);
     apply(queuedQuery(input), true);
   });

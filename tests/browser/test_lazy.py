@@ -103,6 +103,11 @@ def test_deep_link_that_needs_python_never_shows_another_plan(page, server):
     assert page.evaluate("document.documentElement.classList.contains('link-preview')")
     assert page.locator("#share").is_disabled()
     assert page.get_attribute("#app", "data-shown") is None
+    # The groups the link sets show its choice; the others (the node count the default had) are marked
+    # as coming until the link's own controls replace them (a fresh user's finding: "Nodes 1" beside 7 nodes).
+    busy = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('#controls fieldset[data-dim]')]
+                              .map(f => [f.dataset.param, f.getAttribute('aria-busy') === 'true']))""")
+    assert busy["nodes"] and not busy["hardware"] and not busy["strategy"] and not busy["install"], busy
     for route in held:
         route.continue_()
     page.unroute("**/runtime/snapshot-*.bin")
@@ -111,6 +116,7 @@ def test_deep_link_that_needs_python_never_shows_another_plan(page, server):
     state = page_state(page)
     assert not page.locator("#preview-banner").is_visible()
     assert state["argvs"] == [c["argv"] for c in cli_plan(state["query"])["commands"]]
+    assert page.locator('#controls fieldset[aria-busy="true"]').count() == 0
 
 
 def assert_integrity_error(page) -> None:
