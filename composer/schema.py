@@ -138,11 +138,11 @@ context): a config.json value is int32-sized; ``10**38`` would reach the page
 as a 39-digit GPU count (adversarial finding)."""
 Positive = Annotated[int, Field(ge=1, le=MAX_COUNT)]
 """A whole number from 1 to ``MAX_COUNT``."""
-PoolNodes = Annotated[int, Field(ge=0, le=MAX_COUNT)]
-"""A P/D role's node count: 0 is half of one node (the public site's legacy
-co-located pool, semantics §3.3 step 6; ``composer.dimensions.HALF_NODE``)."""
 Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 """A whole number from 0 to ``MAX_COUNT``."""
+PoolNodes = Count
+"""A P/D role's node count: 0 is half of one node (the public site's legacy
+co-located pool, semantics §3.3 step 6; ``composer.dimensions.HALF_NODE``)."""
 MAX_GPUS_PER_NODE = 1024
 """Most GPUs a taxonomy's node may have (the largest boxes have 8; NVL72
 racks are described per tray): a bound, not a policy."""

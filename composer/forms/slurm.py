@@ -240,7 +240,7 @@ def sbatch(inp: FormInput, job: str, cmds: list[Command], pool: Optional[str], g
         # ': "${NAME:?…}"' is kept for the values the submitter gives: the page writes a value entered in its
         # placeholders panel in as that line's default (site_src/assets/app.js jobWithValues). A host name the
         # router job reads from the pool jobs' host files is never the panel's: it is checked another way.
-        if reads_hosts and _JOB_HOSTS.fullmatch(ph):
+        if reads_hosts and HOST_PLACEHOLDERS.fullmatch(ph):
             hint = (f"set {ph} before sbatch, or first submit {' and '.join(f'{j}.sbatch' for j in reads_hosts)} from "
                     f"this directory: the host names are read from what {'they write' if len(reads_hosts) > 1 else 'it writes'}")
             lines.append(f'[ -n "${{{ph}:-}}" ] || {{ echo "error: {hint}" >&2; exit 1; }}')
@@ -356,14 +356,9 @@ def _instance_files(inp: FormInput) -> tuple[tuple[Artifact, ...], Optional[str]
     return tuple(out), None
 
 
-_JOB_HOSTS = HOST_PLACEHOLDERS
-"""The placeholders an sbatch job sets from its host list (``_host_names``,
-``_router_hosts``): whatever runs inside the jobs needs no value for them."""
-
-
 def placeholder_note(name: str, in_commands: bool) -> Optional[str]:
     """What the panel's value of ``name`` does to the sbatch jobs. A host the
-    jobs set themselves (``_JOB_HOSTS``): the value only serves what runs
+    jobs set themselves (``HOST_PLACEHOLDERS``): the value only serves what runs
     outside the jobs, and how to find the host. Any other name the node
     commands use (``in_commands``) is checked when the job starts (``sbatch``'s ``: "${NAME:?…}"`` line): the page writes an
     entered value in as that check's default (site_src/assets/app.js
@@ -373,7 +368,7 @@ def placeholder_note(name: str, in_commands: bool) -> Optional[str]:
     if name == "ROUTER_HOST":  # the checks' address of the router job (echoed by sbatch: ``sbatch``)
         return ("router.sbatch prints it when it starts: the line \"router: http://<host>:<port>\" in its output "
                 "file (slurm-<job id>.out).")
-    if not _JOB_HOSTS.fullmatch(name):
+    if not HOST_PLACEHOLDERS.fullmatch(name):
         return None if not in_commands else (f"The sbatch jobs check it when they start: a value here is written into the downloaded and copied "
                 f"jobs as its default; a value exported before sbatch wins ({name}=… sbatch <job>.sbatch), and with "
                 f"neither the job stops and says so.")
@@ -383,9 +378,9 @@ def placeholder_note(name: str, in_commands: bool) -> Optional[str]:
 
 
 def panel_skips(name: str) -> bool:
-    """A host name the jobs set themselves (``_JOB_HOSTS``): the panel lists it
+    """A host name the jobs set themselves (``HOST_PLACEHOLDERS``): the panel lists it
     only for a line outside the jobs that uses it (``OutputForm.panel_skips``)."""
-    return bool(_JOB_HOSTS.fullmatch(name))
+    return bool(HOST_PLACEHOLDERS.fullmatch(name))
 
 
 FORM: OutputForm = OutputForm(

@@ -453,18 +453,24 @@
     viewFn(id, query);
   }
 
-  // The worker answers each request in two parts: the plan (what the click
-  // is for) and then the controls; only the latest request's parts are shown.
-  function received(id, next) {
-    const push = pushes.get(id);
-    pushes.delete(id);
-    if (id !== seq) return;  // a newer request is on its way
+  // A plan on screen as the answer ({plan, fragments, text}: the worker's or the build's rendering):
+  // its data, its HTML, no preview mark, and no loading words kept for it (ready()).
+  function showPlan(next) {
     plan = next.plan;
     planText = next.text;
     swap(next.fragments);
     setPreview(false);
     if (heldStatus !== null && statusEl.textContent === heldStatus) setStatus(statusEl.dataset.state, "");
     heldStatus = null;
+  }
+
+  // The worker answers each request in two parts: the plan (what the click
+  // is for) and then the controls; only the latest request's parts are shown.
+  function received(id, next) {
+    const push = pushes.get(id);
+    pushes.delete(id);
+    if (id !== seq) return;  // a newer request is on its way
+    showPlan(next);
     if (push && hardwareClicked) rememberHardware(plan.selection.hardware);
     hardwareClicked = false;
     if (rememberedApplied) sayRemembered();
@@ -1015,12 +1021,7 @@
     }
     if (viewFn || pending || integrityBroken) return;  // a choice was made meanwhile: the composer answers it
     const next = JSON.parse(text);
-    plan = next.plan;
-    planText = next.text;
-    swap(next.fragments);
-    setPreview(false);
-    if (heldStatus !== null && statusEl.textContent === heldStatus) setStatus(statusEl.dataset.state, "");
-    heldStatus = null;
+    showPlan(next);
     app.dataset.query = plan.query;
     history.replaceState({q: plan.query}, "", location.pathname + withView(plan.url) + location.hash);
     shownQuery = planQuery(location.search);
