@@ -566,8 +566,9 @@ def pyodide_soak(checkpoints: tuple[int, ...], seed: int = 23) -> list[tuple[int
                          "catalog": catalog_text})
     with tempfile.TemporaryDirectory() as tmp:
         snap = Path(tmp) / "snapshot.bin"
-        snap.write_bytes(build.make_snapshot(build.site_python_zip()))
-        pyodide, patch = build.snapshot_runtime_dir(Path(tmp), snap.read_bytes())
+        full = build.make_snapshot(build.site_python_zip())
+        snap.write_bytes(build.packed_snapshot(full))  # as the page fetches it (tests/pyodide_restore.mjs)
+        pyodide, patch = build.snapshot_runtime_dir(Path(tmp), full)
         payload = {"pyodide": str(pyodide), "snapshot": str(snap), "patch": str(patch), "docs": docs,
                    "checkpoints": list(checkpoints), "seed": seed}
         res = subprocess.run(["node", str(ROOT / "tests" / "pyodide_soak.mjs")], input=json.dumps(payload),

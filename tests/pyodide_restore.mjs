@@ -1,7 +1,7 @@
 // Test and bench helper: restore the build's memory snapshot in Node exactly
 // as the page's worker does (site_src/assets/boot-python.mjs growingFactory).
 // restore({pyodide, snapshot, stdlib?, patch?, raw?}) → the Pyodide instance (snapshot: the
-// file, packed as the page fetches it or not; raw: without
+// file, packed as the page fetches it; raw: without
 // the worker's RESTORED_PY, to show what it fixes); ``stdlib`` is
 // the trimmed standard library the snapshot path ships (build.snapshot_stdlib_zip),
 // Pyodide's own when absent; ``patch`` the wasm data patch, with ``pyodide`` a
@@ -12,16 +12,15 @@ import {pathToFileURL} from "node:url";
 
 export async function restore(input) {
   const assets = new URL("../site_src/assets/", import.meta.url);
-  const {RESTORED_PY, dataRebuilder, growingFactory, unpackSnapshot} = await import(new URL("boot-python.mjs", assets).href);
+  const {RESTORED_PY, SNAPSHOT_PLACEHOLDER, growingFactory, packedSnapshot, snapshotWriter} = await import(new URL("boot-python.mjs", assets).href);
   const indexURL = input.pyodide.endsWith("/") ? input.pyodide : input.pyodide + "/";
   const {loadPyodide} = await import(pathToFileURL(indexURL + "pyodide.mjs").href);
   const factory = (await import(pathToFileURL(indexURL + "pyodide.asm.mjs").href)).default;
-  // A packed snapshot (composer/buildtime/sparse.py, as the page fetches it: its magic "SZP1") is
-  // unpacked by the worker's own function first.
-  const file = new Uint8Array(readFileSync(input.snapshot));
-  const packed = file.byteLength >= 4 && new DataView(file.buffer, file.byteOffset, 4).getUint32(0, true) === 0x31505A53;
-  const bytes = packed ? unpackSnapshot(file) : file;
-  const options = {indexURL, _loadSnapshot: bytes, createPyodideModule: growingFactory(factory, bytes.length, input.patch ? dataRebuilder(bytes, new Uint8Array(readFileSync(input.patch))) : null)};
+  // Packed as the page fetches it (composer/buildtime/sparse.py, build.packed_snapshot), written into the
+  // memory by the worker's own functions.
+  const snapshot = packedSnapshot(new Uint8Array(readFileSync(input.snapshot)));
+  const writer = snapshotWriter(snapshot, input.patch ? new Uint8Array(readFileSync(input.patch)) : null);
+  const options = {indexURL, _loadSnapshot: SNAPSHOT_PLACEHOLDER, createPyodideModule: growingFactory(factory, snapshot.length, writer)};
   if (input.stdlib) options.stdLibURL = input.stdlib;
   const pyodide = await loadPyodide(options);
   if (!input.raw) pyodide.runPython(RESTORED_PY);  // as the worker does after every restore

@@ -37,13 +37,15 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None or not (build.PYODI
 @pytest.fixture(scope="module")
 def snapshot(tmp_path_factory) -> tuple[Path, Path, Path, Path]:
     """The build's snapshot, packed as the page fetches it (restored through
-    the worker's own ``unpackSnapshot``), the trimmed standard library a page restores it
+    the worker's own ``packedSnapshot`` and ``snapshotWriter``), the trimmed standard library a page restores it
     with, and Pyodide's directory and data patch as the snapshot path serves
-    them (the module without its data segments: ``build.snapshot_wasm``)."""
+    them (the module without its data segments: ``build.snapshot_wasm``).
+    ``full.bin`` beside them: the snapshot as the maker wrote it."""
     folder = tmp_path_factory.mktemp("snap")
     python_zip = build.site_python_zip()
     data, modules = build.snapshot_and_modules(python_zip)
-    (folder / "snapshot.bin").write_bytes(build.packed_snapshot(data))  # as the page fetches it: restore() unpacks it
+    (folder / "snapshot.bin").write_bytes(build.packed_snapshot(data))  # as the page fetches it
+    (folder / "full.bin").write_bytes(data)
     (folder / "stdlib.zip").write_bytes(build.snapshot_stdlib_zip(modules, python_zip)[0])
     pyodide, patch = build.snapshot_runtime_dir(folder, data)
     return folder / "snapshot.bin", folder / "stdlib.zip", pyodide, patch
@@ -146,6 +148,60 @@ def test_browser_python_has_no_native_code():
     assert not [n for n in names if not n.endswith((".py", ".html", ".json"))]
     assert not [n for n in names if n.startswith(("pydantic", "yaml"))]
     assert not [n for n in names if n.startswith("composer/buildtime/")]
+
+
+def test_the_restore_leaves_the_memory_the_snapshot_holds(snapshot):
+    """The worker writes the snapshot's memory image straight from the packed
+    file (boot-python.mjs ``growingFactory``: the kept pages everywhere, a
+    left-out page only where the memory below the heap's break holds a
+    non-zero byte) instead of Pyodide copying a buffer of the full length. Right
+    after Pyodide's restore, the whole memory must be what Pyodide's own
+    restore leaves: the image byte for byte, and zeros after it. The data
+    segments the constructors ran on, the stack they used and the heap they
+    allocated must all be overwritten or cleared; so must a piece of memory
+    below the break that the image holds as zeros, written on here before the
+    restore as a constructor could have."""
+    script = """
+import {readFileSync} from "node:fs";
+import {pathToFileURL} from "node:url";
+const B = await import("./site_src/assets/boot-python.mjs");
+const input = JSON.parse(readFileSync(0, "utf8"));
+const indexURL = input.pyodide + "/";
+const {loadPyodide} = await import(pathToFileURL(indexURL + "pyodide.mjs").href);
+const factory = (await import(pathToFileURL(indexURL + "pyodide.asm.mjs").href)).default;
+const snapshot = B.packedSnapshot(new Uint8Array(readFileSync(input.snapshot)));
+const made = B.growingFactory(factory, snapshot.length, B.snapshotWriter(snapshot, new Uint8Array(readFileSync(input.patch))));
+const full = new Uint8Array(readFileSync(input.full));
+const image = full.subarray(snapshot.header.length);
+let after = null, brk = 0, scribbled = -1;
+const watched = (settings) => made(settings).then((M) => {
+  const restore = M.API.restoreSnapshot;
+  M.API.restoreSnapshot = (x) => {
+    brk = M._sbrk(0);
+    for (let p = 4 << 20; p + 1024 < brk && scribbled < 0; p += 1024) {
+      if (image.subarray(p, p + 1024).every((b) => b === 0)) { scribbled = p; M.HEAPU8.fill(0xAB, p + 100, p + 164); }
+    }
+    const out = restore(x);
+    after = M.HEAPU8.slice();
+    return out;
+  };
+  return M;
+});
+await loadPyodide({indexURL, _loadSnapshot: B.SNAPSHOT_PLACEHOLDER, createPyodideModule: watched});
+let differ = 0, first = -1, dirtyPages = 0;
+for (let i = 0; i < after.length; i++) {
+  if (after[i] !== (i < image.length ? image[i] : 0)) { differ++; if (first < 0) first = i; }
+}
+console.log(JSON.stringify({differ, first, brk, scribbled, memory: after.length, image: image.length}));
+"""
+    payload = {"pyodide": str(snapshot[2]), "snapshot": str(snapshot[0]), "patch": str(snapshot[3]),
+               "full": str(snapshot[0].parent / "full.bin")}
+    res = subprocess.run(["node", "--input-type=module", "-e", script], input=json.dumps(payload),
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    assert got["memory"] >= got["image"] > got["brk"] > got["scribbled"] > 0  # the break is inside the image
+    assert (got["differ"], got["first"]) == (0, -1)
 
 
 def test_every_module_of_the_trimmed_stdlib_imports_after_a_restore(snapshot):

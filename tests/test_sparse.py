@@ -1,6 +1,6 @@
 """The snapshot as the page fetches it, its all-zero pages left out
-(composer/buildtime/sparse.py; the worker unpacks it with
-site_src/assets/boot-python.mjs ``unpackSnapshot``)."""
+(composer/buildtime/sparse.py; the worker reads it where it lies with
+site_src/assets/boot-python.mjs ``packedSnapshot``)."""
 
 from __future__ import annotations
 
@@ -63,10 +63,14 @@ def test_unpacking_refuses_a_file_whose_parts_do_not_add_up(damage, says):
 
 
 @needs_node
-def test_the_pages_unpacker_writes_the_same_bytes(real, tmp_path):
-    """``unpackSnapshot`` (what runs in the worker) against the Python
-    reference, byte for byte, on the build's snapshot, and its refusals."""
+def test_the_pages_reader_gives_the_same_bytes(real, tmp_path):
+    """``packedSnapshot`` (what runs in the worker) against the Python
+    reference, byte for byte, on the build's snapshot: the whole file
+    (``unpack``), the header Pyodide's restore reads, and the memory image
+    written into a heap that already holds bytes (``copy`` with ``dirtyBelow``:
+    a left-out page is zeroed below it and left alone above it), and its refusals."""
     full, packed = real
+    header = struct.unpack_from("<I", full, 4)[0]
     (tmp_path / "packed.bin").write_bytes(packed)
     bad = bytearray(packed)
     bad += b"!"
@@ -74,23 +78,32 @@ def test_the_pages_unpacker_writes_the_same_bytes(real, tmp_path):
     script = f"""
 import {{readFileSync}} from "node:fs";
 import {{createHash}} from "node:crypto";
-const {{unpackSnapshot}} = await import({json.dumps((build.ROOT / "site_src/assets/boot-python.mjs").as_uri())});
-console.log(createHash("sha256").update(unpackSnapshot(new Uint8Array(readFileSync("packed.bin")))).digest("hex"));
-try {{ unpackSnapshot(new Uint8Array(readFileSync("bad.bin"))); console.log("accepted"); }}
+const {{packedSnapshot}} = await import({json.dumps((build.ROOT / "site_src/assets/boot-python.mjs").as_uri())});
+const sha = (b) => createHash("sha256").update(b).digest("hex");
+const s = packedSnapshot(new Uint8Array(readFileSync("packed.bin")));
+console.log(sha(s.unpack()), s.length, s.imageLength, sha(s.header));
+// A heap of ones: below `dirty` the image exactly, above it ones where the image's pages were left out.
+const dirty = {len(full) // 3 + 5};
+const heap = new Uint8Array(s.imageLength).fill(1);
+s.copy(heap, 0, s.imageLength, dirty);
+console.log(sha(heap.subarray(0, dirty)), sha(heap));
+try {{ packedSnapshot(new Uint8Array(readFileSync("bad.bin"))); console.log("accepted"); }}
 catch (err) {{ console.log(err.message); }}
-// Into a buffer allocated before the file came (the worker's way): the same bytes, and a buffer of
-// another length (a page built with another snapshot) refused before anything is written.
-const into = new Uint8Array({len(full)});
-console.log(unpackSnapshot(new Uint8Array(readFileSync("packed.bin")), into) === into ? createHash("sha256").update(into).digest("hex") : "a new buffer");
-const short = new Uint8Array({len(full) - 16});
-try {{ unpackSnapshot(new Uint8Array(readFileSync("packed.bin")), short); console.log("accepted"); }}
-catch (err) {{ console.log(err.message, short.some((b) => b !== 0) ? "written" : "untouched"); }}
 """
     (tmp_path / "run.mjs").write_text(script)
     out = subprocess.run(["node", "run.mjs"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    digest, refusal, digest_into, refusal_into = out.stdout.strip().splitlines()
-    assert digest == digest_into == hashlib.sha256(full).hexdigest()
+    (digest, length, image, head), (below, whole), (refusal,) = [line.split() if i < 2 else [line]
+                                                                 for i, line in enumerate(out.stdout.strip().splitlines())]
+    assert digest == hashlib.sha256(full).hexdigest()
+    assert int(length) == len(full) and int(image) == len(full) - header and head == hashlib.sha256(full[:header]).hexdigest()
+    image_bytes = full[header:]
+    dirty = len(full) // 3 + 5
+    assert below == hashlib.sha256(image_bytes[:dirty]).hexdigest()
+    want = bytearray(image_bytes)  # above `dirty`, what the packing left out stays as it was (ones)
+    for start in range(0, len(full), sparse.PAGE):
+        a, b = max(start, header + dirty), min(start + sparse.PAGE, len(full))
+        if a < b and not any(full[start:b]):
+            want[a - header:b - header] = b"\1" * (b - a)
+    assert whole == hashlib.sha256(want).hexdigest() != below
     assert refusal == "the packed snapshot has bytes after its last page"
-    assert refusal_into == (f"the packed snapshot unpacks to {len(full)} bytes, not the {len(full) - 16} "
-                            "the page was built with untouched")

@@ -1,6 +1,6 @@
 """The snapshot path's wasm module without data segments, and the patch that
 rebuilds them (composer/buildtime/wasm_data.py; the page applies it with
-site_src/assets/boot-python.mjs ``dataRebuilder``)."""
+site_src/assets/boot-python.mjs ``snapshotWriter``)."""
 
 from __future__ import annotations
 
@@ -68,18 +68,19 @@ def test_the_patch_rebuilds_every_segment_from_the_snapshot(real):
 
 @needs_pyodide
 def test_the_pages_rebuilder_writes_the_same_bytes(real, tmp_path):
-    """site_src/assets/boot-python.mjs ``dataRebuilder`` (what runs in the
-    worker) against the Python reference, byte for byte."""
+    """site_src/assets/boot-python.mjs ``snapshotWriter`` ``writeData`` (what
+    runs in the worker, on the packed snapshot) against the Python reference,
+    byte for byte."""
     wasm, snapshot, _, patch = real
-    (tmp_path / "snap.bin").write_bytes(snapshot)
+    (tmp_path / "snap.bin").write_bytes(build.packed_snapshot(snapshot))
     (tmp_path / "patch.bin").write_bytes(patch)
     size = len(_fresh_memory(wasm))
     script = f"""
 import {{readFileSync}} from "node:fs";
 import {{createHash}} from "node:crypto";
-const {{dataRebuilder}} = await import({json.dumps((build.ROOT / "site_src/assets/boot-python.mjs").as_uri())});
+const {{packedSnapshot, snapshotWriter}} = await import({json.dumps((build.ROOT / "site_src/assets/boot-python.mjs").as_uri())});
 const heap = new Uint8Array({size});
-dataRebuilder(new Uint8Array(readFileSync("snap.bin")), new Uint8Array(readFileSync("patch.bin")))(heap);
+snapshotWriter(packedSnapshot(new Uint8Array(readFileSync("snap.bin"))), new Uint8Array(readFileSync("patch.bin"))).writeData(heap);
 console.log(createHash("sha256").update(heap).digest("hex"));
 """
     (tmp_path / "run.mjs").write_text(script)
@@ -104,12 +105,12 @@ def test_the_pages_rebuilder_refuses_a_bad_patch_before_anything_runs(real, tmp_
         bad += b"\0"
     else:
         struct.pack_into("<I", bad, 12, len(snapshot))  # the first copy range starts past the memory
-    (tmp_path / "snap.bin").write_bytes(snapshot)
+    (tmp_path / "snap.bin").write_bytes(build.packed_snapshot(snapshot))
     (tmp_path / "patch.bin").write_bytes(bytes(bad))
     script = f"""
 import {{readFileSync}} from "node:fs";
-const {{dataRebuilder}} = await import({json.dumps((build.ROOT / "site_src/assets/boot-python.mjs").as_uri())});
-try {{ dataRebuilder(new Uint8Array(readFileSync("snap.bin")), new Uint8Array(readFileSync("patch.bin"))); console.log("accepted"); }}
+const {{packedSnapshot, snapshotWriter}} = await import({json.dumps((build.ROOT / "site_src/assets/boot-python.mjs").as_uri())});
+try {{ snapshotWriter(packedSnapshot(new Uint8Array(readFileSync("snap.bin"))), new Uint8Array(readFileSync("patch.bin"))); console.log("accepted"); }}
 catch (e) {{ console.log(e.message); }}
 """
     (tmp_path / "run.mjs").write_text(script)

@@ -9,9 +9,10 @@ plain ``python -m http.server``, a bucket without content encoding) sends
 every byte, and the page hashes every byte before it uses them. So the page
 fetches the snapshot *packed*: each page that holds a non-zero byte, and a
 bitmap of which ones. The worker checks the packed file's SHA-256, then
-unpacks it (``site_src/assets/boot-python.mjs`` ``unpackSnapshot``, the same
-steps as ``unpack``) into a zeroed buffer of the full size before Pyodide
-sees it, so the restore reads exactly the bytes the maker wrote.
+reads it where it lies (``site_src/assets/boot-python.mjs`` ``packedSnapshot``,
+the same steps as ``unpack``) and writes its pages straight into Python's
+memory at the restore (``growingFactory``), so the memory holds exactly the
+bytes the maker wrote (tests/test_pyodide.py checks it byte for byte).
 
 Format (little-endian ``uint32`` words): ``MAGIC``, the full length ``N``, the
 page size ``S``, the number of pages ``ceil(N / S)``; then the bitmap, one bit

@@ -202,7 +202,7 @@ def snapshot_patch(wasm: bytes, snapshot: bytes, join_gap: int = 4096, merge_gap
 def apply_patch(memory: bytearray, snapshot: bytes, patch: bytes) -> None:
     """Rebuild the data segments in ``memory`` (a zeroed linear memory, as a
     freshly instantiated ``without_data`` module has) from ``snapshot`` and
-    ``patch``: what the page's ``dataRebuilder``
+    ``patch``: what the page's ``snapshotWriter``
     (site_src/assets/boot-python.mjs) does, with the same checks and words,
     for the tests. Raises ``WasmDataError`` for a patch that is not of this
     format, is truncated, has trailing bytes or writes past the snapshot's

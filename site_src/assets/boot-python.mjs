@@ -93,22 +93,32 @@ export function installSitePython(pyodide, zipBytes) {
 // export of pyodide.asm.mjs) so the instance's memory grows first
 // (browser-runtime-notes.md); pass the result as loadPyodide's createPyodideModule.
 //
-// With `rebuild` (the snapshot path: `dataRebuilder`, or a Promise of it), the
+// With `writer` (the snapshot path: `snapshotWriter`, or a Promise of it), the
 // module instantiated is the build's copy without its data segments
-// (composer/buildtime/wasm_data.py: the snapshot already holds that memory).
-// `rebuild` writes the segments' bytes into its memory before anything reads
-// that memory: Emscripten's `preRun` steps (Pyodide's first one reads the
-// version word `_Py_Version` to name the standard library's zip) and then the
-// module's constructors (`initRuntime`, which read the static data). The
-// instance is handed on at once (Emscripten's and Pyodide's JavaScript set up
-// around it, which reads no memory), and the `preRun` steps are run by one step
-// that holds a run dependency until `rebuild` is there: given a Promise, the
-// module is compiled, instantiated and set up while the snapshot is still on
-// its way. The constructors see a fresh instance's memory, and Pyodide's
-// restore then overwrites all of it as before. A Promise that rejects leaves
-// the dependency held and loadPyodide waiting: the caller races it
-// (composer-worker.js).
-export function growingFactory(factory, bytesNeeded, rebuild = null) {
+// (composer/buildtime/wasm_data.py: the snapshot already holds that memory),
+// and the snapshot's memory image is written by `writer`, not by Pyodide:
+// - `writer.writeData` writes the segments' bytes into the fresh memory before
+//   anything reads it: Emscripten's `preRun` steps (Pyodide's first one reads
+//   the version word `_Py_Version` to name the standard library's zip) and then
+//   the module's constructors (`initRuntime`, which read the static data). The
+//   instance is handed on at once (Emscripten's and Pyodide's JavaScript set up
+//   around it, which reads no memory), and the `preRun` steps are run by one
+//   step that holds a run dependency until `writer` is there: given a Promise,
+//   the module is compiled, instantiated and set up while the snapshot is still
+//   on its way.
+// - Pyodide's `API.restoreSnapshot` (called once the constructors ran) copies
+//   the whole image (37.7 MB) from a buffer of the snapshot's full length: it is
+//   wrapped so that `writer.writeImage` writes the image straight from the
+//   packed file into the memory (the ~18 MB of kept pages; a left-out page only
+//   where the memory below the heap's break, `_sbrk(0)`, holds a non-zero byte:
+//   above it a fresh instance's memory is all zero), and Pyodide's restore then
+//   reads only the header (`writer.header`: no image to copy). So the snapshot
+//   is never unpacked into a buffer of its own (measured: the next commit).
+//   Pass `SNAPSHOT_PLACEHOLDER` as loadPyodide's `_loadSnapshot` (Pyodide
+//   awaits it before it instantiates, and hands it to the wrapped restore).
+// A Promise that rejects leaves the dependency held and loadPyodide waiting:
+// the caller races it (composer-worker.js).
+export function growingFactory(factory, bytesNeeded, writer = null) {
   return (settings) => {
     const instantiate = settings.instantiateWasm;
     let memory = null;
@@ -118,80 +128,157 @@ export function growingFactory(factory, bytesNeeded, rebuild = null) {
       if (missing > 0) memory.grow(Math.ceil(missing / 65536));
       done(instance, module);
     });
-    if (rebuild) {
-      const steps = [].concat(settings.preRun || []);
-      settings.preRun = [(M) => {
-        M.addRunDependency("snapshot-data");
-        Promise.resolve(rebuild).then((write) => {
-          write(new Uint8Array(memory.buffer));
-          for (const step of steps) step(M);  // each adds its own run dependencies before this one goes
-          M.removeRunDependency("snapshot-data");
-        });
-      }];
-    }
-    return factory(settings);
+    if (!writer) return factory(settings);
+    let write = null;  // the writer, once there
+    const steps = [].concat(settings.preRun || []);
+    settings.preRun = [(M) => {
+      M.addRunDependency("snapshot-data");
+      Promise.resolve(writer).then((w) => {
+        write = w;
+        w.writeData(new Uint8Array(memory.buffer));
+        for (const step of steps) step(M);  // each adds its own run dependencies before this one goes
+        M.removeRunDependency("snapshot-data");
+      });
+    }];
+    return factory(settings).then((M) => {
+      const restore = M.API.restoreSnapshot;
+      M.API.restoreSnapshot = () => {
+        const w = write;
+        write = writer = null;  // it holds the packed file (18 MB): not kept for the page's life
+        w.writeImage(new Uint8Array(memory.buffer), M._sbrk(0));
+        return restore(w.header);
+      };
+      return M;
+    });
   };
 }
 
+// What the snapshot path passes as loadPyodide's `_loadSnapshot` (growingFactory).
+export const SNAPSHOT_PLACEHOLDER = new Uint8Array(0);
+
 const PATCH_MAGIC = 0x31504456;  // composer/buildtime/wasm_data.py MAGIC
 
-// The function that writes the data segments' bytes into a heap of the
-// snapshot's size, from the snapshot's memory and the build's patch
-// (composer/buildtime/wasm_data.py apply_patch, the same steps). The patch is
-// checked here, in full, before anything runs: an error thrown inside
-// Pyodide's instantiation hook would be swallowed and the boot never end.
-export function dataRebuilder(snapshot, patch) {
+// The writer of a snapshot's memory for growingFactory: {header, writeData(heap),
+// writeImage(heap, dirtyBelow)}. `snapshot` is a packedSnapshot; `patch` the
+// build's wasm data patch (composer/buildtime/wasm_data.py apply_patch, the same
+// steps), or null for Pyodide's own module (its data segments are in it).
+// writeData writes the data segments' bytes into a fresh heap of the
+// snapshot's size, from the snapshot's image and the patch; writeImage writes
+// the whole image (packedSnapshot copy). The patch is checked here, in full,
+// before anything runs: an error thrown inside Pyodide's instantiation hook
+// would be swallowed and the boot never end.
+export function snapshotWriter(snapshot, patch = null) {
+  const writeImage = (heap, dirtyBelow) => snapshot.copy(heap, 0, snapshot.imageLength, dirtyBelow);
+  if (!patch) return {header: snapshot.header, writeData: () => {}, writeImage};
   const words = new DataView(patch.buffer, patch.byteOffset, patch.byteLength);
   const fail = (why) => { throw new Error(`the wasm data patch ${why}`); };
   if (patch.byteLength < 12 || words.getUint32(0, true) !== PATCH_MAGIC) fail("is not of its format");
   const ranges = words.getUint32(4, true), runs = words.getUint32(8, true);
-  const start = new DataView(snapshot.buffer, snapshot.byteOffset, snapshot.byteLength).getUint32(4, true);
-  if (start > snapshot.byteLength) fail("belongs to another snapshot");
-  const held = snapshot.subarray(start);
-  const ops = [];  // [offset, source array, source start, length]
+  const ops = [];  // [offset, length, patch start or -1: from the image]
   let pos = 12, data = 12 + 8 * (ranges + runs);
   if (data > patch.byteLength) fail("is truncated");
   for (let i = 0; i < ranges + runs; i++, pos += 8) {
     const off = words.getUint32(pos, true), len = words.getUint32(pos + 4, true);
-    if (off + len > held.byteLength) fail("writes past the snapshot's memory");
+    if (off + len > snapshot.imageLength) fail("writes past the snapshot's memory");
     if (i < ranges) {
-      ops.push([off, held, off, len]);
+      ops.push([off, len, -1]);
     } else {
       if (data + len > patch.byteLength) fail("is truncated");
-      ops.push([off, patch, data, len]);
+      ops.push([off, len, data]);
       data += len;
     }
   }
   if (data !== patch.byteLength) fail("has bytes after its last run");
-  return (heap) => { for (const [off, src, at, len] of ops) heap.set(src.subarray(at, at + len), off); };
+  const writeData = (heap) => {
+    for (const [off, len, at] of ops) {
+      if (at < 0) snapshot.copy(heap, off, off + len); else heap.set(patch.subarray(at, at + len), off);
+    }
+  };
+  return {header: snapshot.header, writeData, writeImage};
 }
 
 const PACKED_MAGIC = 0x31505A53;  // composer/buildtime/sparse.py MAGIC
 
 // The snapshot the page fetches has its all-zero pages left out
-// (composer/buildtime/sparse.py: header, bitmap, kept pages); this writes
-// it back into a zeroed buffer of its full length, the same steps as
-// sparse.unpack: `into` when given (all zero, the full length the page was
-// built with: the worker allocates it before the file arrives), else a new
-// one. Run on the packed file's checked bytes; a file whose sizes do not add
-// up exactly, or whose length is not `into`'s, is refused before anything runs.
-export function unpackSnapshot(packed, into = null) {
+// (composer/buildtime/sparse.py: header, bitmap, kept pages); this reads it
+// where it lies, never unpacking it into a buffer of its full length. Run on
+// the packed file's checked bytes; a file whose sizes do not add up exactly is
+// refused before anything runs. Returns {length, header, imageLength, copy, unpack}:
+// - length: the snapshot's full length in bytes, as the maker wrote it;
+// - header: a copy of Pyodide's snapshot header, the bytes before the memory
+//   image (its length is the header's second uint32), as its restore reads it;
+// - imageLength: the image's length (length - header's);
+// - copy(heap, from, to, dirtyBelow = 0): heap[a] = image[a] for a in
+//   [from, to). A left-out page is written (zeroed) only where it lies below
+//   `dirtyBelow` and `heap` holds a non-zero byte there: the caller vouches
+//   that `heap` is all zero from `dirtyBelow` on;
+// - unpack(): the whole snapshot in a new buffer, the same bytes as sparse.unpack.
+export function packedSnapshot(packed) {
   const words = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
   const fail = (why) => { throw new Error(`the packed snapshot ${why}`); };
   if (packed.byteLength < 16 || words.getUint32(0, true) !== PACKED_MAGIC) fail("is not of its format");
   const full = words.getUint32(4, true), page = words.getUint32(8, true), count = words.getUint32(12, true);
   if (page === 0 || count !== Math.ceil(full / page)) fail("has a page count that does not match its length");
-  if (into && into.byteLength !== full) fail(`unpacks to ${full} bytes, not the ${into.byteLength} the page was built with`);
   let at = 16 + Math.ceil(count / 8);
   if (at > packed.byteLength) fail("is truncated");
-  const out = into || new Uint8Array(full);
+  // Runs of pages, kept or left out, as offsets in the snapshot: run i covers [starts[i], starts[i + 1])
+  // and its bytes begin at from[i] in `packed` (-1: left out, all zero).
+  const starts = [], from = [];
   for (let i = 0; i < count; i++) {
-    if (!((packed[16 + (i >> 3)] >> (i & 7)) & 1)) continue;
+    const kept = (packed[16 + (i >> 3)] >> (i & 7)) & 1;
     const size = Math.min(page, full - i * page);
-    if (at + size > packed.byteLength) fail("is truncated");
-    out.set(packed.subarray(at, at + size), i * page);
-    at += size;
+    if (kept && at + size > packed.byteLength) fail("is truncated");
+    if (!starts.length || (from[from.length - 1] < 0) !== !kept) {
+      starts.push(i * page);
+      from.push(kept ? at : -1);
+    }
+    if (kept) at += size;
   }
   if (at !== packed.byteLength) fail("has bytes after its last page");
-  return out;
+  starts.push(full);
+  const raw = (start, end) => {  // the snapshot's bytes [start, end), for its header
+    const out = new Uint8Array(end - start);
+    copyRaw(out, start, end, -start, Infinity);
+    return out;
+  };
+  // out[a + shift] = snapshot[a] for a in [start, end); left-out bytes zeroed below `dirtyBelow`
+  // (offsets in `out`) where `out` holds a non-zero byte.
+  function copyRaw(out, start, end, shift, dirtyBelow) {
+    let lo = 0, hi = from.length - 1;  // the last run that starts at or before `start`
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (starts[mid] <= start) lo = mid; else hi = mid - 1;
+    }
+    for (let i = lo; i < from.length && starts[i] < end; i++) {
+      const a = Math.max(start, starts[i]), b = Math.min(end, starts[i + 1]);
+      if (from[i] >= 0) out.set(packed.subarray(from[i] + a - starts[i], from[i] + b - starts[i]), a + shift);
+      else if (a + shift < dirtyBelow) clearDirty(out, a + shift, Math.min(b + shift, dirtyBelow));
+    }
+  }
+  if (full < 8) fail("is too short for a snapshot header");
+  const headerLength = new DataView(raw(0, 8).buffer).getUint32(4, true);
+  if (headerLength > full) fail("has a header longer than the snapshot");
+  const header = raw(0, headerLength);
+  return {
+    length: full, header, imageLength: full - headerLength,
+    copy: (heap, start, end, dirtyBelow = 0) => copyRaw(heap, start + headerLength, end + headerLength, -headerLength, dirtyBelow),
+    unpack: () => { const out = new Uint8Array(full); copyRaw(out, 0, full, 0, 0); return out; },
+  };
+}
+
+// Zero the 1-KiB pieces of heap[start, end) that hold a non-zero byte, reading
+// the rest only (a page of a fresh instance's memory that nothing wrote stays
+// unwritten: the stack's unused part, ~9 MB).
+function clearDirty(heap, start, end) {
+  const words = new Int32Array(heap.buffer, 0, heap.buffer.byteLength >> 2);
+  for (let a = start; a < end;) {
+    const b = Math.min(end, (Math.floor((heap.byteOffset + a) / 1024) + 1) * 1024 - heap.byteOffset);
+    let dirty = false;
+    const lo = Math.ceil((heap.byteOffset + a) / 4), hi = Math.floor((heap.byteOffset + b) / 4);
+    for (let x = a; x < Math.min(b, lo * 4 - heap.byteOffset) && !dirty; x++) dirty = heap[x] !== 0;
+    for (let w = lo; w < hi && !dirty; w++) dirty = words[w] !== 0;
+    for (let x = Math.max(a, hi * 4 - heap.byteOffset); x < b && !dirty; x++) dirty = heap[x] !== 0;
+    if (dirty) heap.fill(0, a, b);
+    a = b;
+  }
 }

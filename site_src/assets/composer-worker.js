@@ -7,13 +7,13 @@
 // pythonURL, recipeURL, catalogURL, files, lookahead, restoreTimeoutMs} (snapshotSize, snapshotMemory: the
 // snapshot file's length and its memory's, unpacked; wasmURL, wasmPatchURL: the snapshot
 // path's module without its data segments and the patch that rebuilds them,
-// boot-python.mjs dataRebuilder; files: absolute URL → SHA-256 of every file
+// boot-python.mjs snapshotWriter; files: absolute URL → SHA-256 of every file
 // the worker may fetch), then {type:"view", id, query, sentAt} per choice, or {type:"prime", id,
 // query, next} for a page already showing query's plan (only the look-ahead runs, over
 // `next`: the queries of the options on screen).
 // The worker replies {type:"progress", text} while booting, then {type:"ready",
 // mode, ms, timings, at} (timings: ms from the boot's start to the snapshot fetched,
-// hashed, unpacked, its wasm parts ready, restored, the runtime up and ready; at: the
+// hashed, indexed (packedSnapshot), its wasm parts ready, restored, the runtime up and ready; at: the
 // worker's and the boot's start on the shared timeOrigin + now clock) or {type:"failed", stage:"snapshot"|"runtime"|"integrity",
 // error} (integrity: a file does not match its hash); per view
 // request, in two parts, {type:"plan", id, view, ms, queued, postedAt} (queued: ms the
@@ -23,7 +23,7 @@
 // {type:"controls", id, view, ms} (JSON {fragments:{controls}, next},
 // controls_json), or {type:"error", id, error}. A request overtaken by a
 // newer one gets no reply.
-import {RESTORED_PY, dataRebuilder, growingFactory, installSitePython, unpackSnapshot} from "./boot-python.mjs";
+import {RESTORED_PY, SNAPSHOT_PLACEHOLDER, growingFactory, installSitePython, packedSnapshot, snapshotWriter} from "./boot-python.mjs";
 
 let planJson = null;
 let controlsJson = null;
@@ -194,7 +194,7 @@ async function boot(msg) {
                                msg.mode === "snapshot" ? null : fetched(msg.indexURL + "pyodide.asm.wasm").ok]);
   present.catch(() => {});
   // The snapshot path instantiates the build's module without data segments
-  // and rebuilds them from the snapshot (boot-python.mjs dataRebuilder): both
+  // and rebuilds them from the snapshot (boot-python.mjs snapshotWriter): both
   // files belong to the snapshot, so like it they fall back to the cold boot.
   wasmInstead = msg.mode === "snapshot" ? msg.wasmURL : null;
   const snapshotParts = msg.mode === "snapshot"
@@ -212,15 +212,12 @@ async function boot(msg) {
   const timings = {};  // ms from t0, read by `make bench` (data-timings)
   if (msg.mode === "snapshot") {
     try {
-      // The snapshot's memory, allocated now (its length is the page's data-snapshot-memory) so that
-      // Pyodide can load its JavaScript, instantiate the module and set it up while the file is still
-      // on its way: only Emscripten's preRun steps and the constructors wait for `segments`
-      // (growingFactory), and the restore reads this buffer after them, so once the file is checked
-      // and unpacked into it.
+      // Pyodide loads its JavaScript, instantiates the module and sets it up while the snapshot is still
+      // on its way: only Emscripten's preRun steps and the constructors wait for `writer` (growingFactory),
+      // and the restore writes the snapshot's memory straight from the checked, packed file.
       if (!(msg.snapshotMemory > 0)) throw new Error("the page gives no snapshot memory size");
-      const memory = new Uint8Array(msg.snapshotMemory);
-      // Resolves to the function that writes the wasm data segments (boot-python.mjs dataRebuilder).
-      const segments = (async () => {
+      // Resolves to the writer of the snapshot's memory (boot-python.mjs snapshotWriter).
+      const writer = (async () => {
         const bytes = await image.bytes;
         timings.fetched = Math.round(performance.now() - t0);
         if (bytes.length !== msg.snapshotSize) throw new Error(`snapshot is ${bytes.length} bytes, expected ${msg.snapshotSize}`);
@@ -229,24 +226,26 @@ async function boot(msg) {
         // composes the same commands instead.
         await image.ok.catch(() => { throw new Error("snapshot content does not match its SHA-256"); });
         timings.hashed = Math.round(performance.now() - t0);
-        unpackSnapshot(bytes, memory);  // the checked file holds the non-zero pages only (composer/buildtime/sparse.py)
-        checked.delete(bare(msg.snapshotURL));  // its 18 MB are in `memory` now: not kept for the page's life
+        // The checked file holds the non-zero pages only (composer/buildtime/sparse.py): read where it lies.
+        const snapshot = packedSnapshot(bytes);
+        if (snapshot.length !== msg.snapshotMemory) {
+          throw new Error(`the snapshot's memory is ${snapshot.length} bytes, not the ${msg.snapshotMemory} the page was built with`);
+        }
+        checked.delete(bare(msg.snapshotURL));  // the writer holds its 18 MB until the restore: not kept for the page's life
         image = null;
-        timings.unpacked = Math.round(performance.now() - t0);
+        timings.indexed = Math.round(performance.now() - t0);
         // Both belong to the snapshot: a missing or altered one falls back to the cold boot as it does.
         const [patch] = await snapshotParts.catch((err) => { throw new Error(String(err.message || err)); });
         timings.parts = Math.round(performance.now() - t0);
-        return dataRebuilder(memory, patch);
+        return snapshotWriter(snapshot, patch);
       })();
-      // Pyodide waits for the data forever if `segments` fails: the race ends the boot with its error.
-      const failed = segments.then(() => new Promise(() => {}));
+      // Pyodide waits for the data forever if `writer` fails: the race ends the boot with its error.
+      const failed = writer.then(() => new Promise(() => {}));
       pyodide = await watched(Promise.race([
-        loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: memory,
-                     createPyodideModule: growingFactory(factory, memory.length, segments)}), failed]), segments,
+        loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: SNAPSHOT_PLACEHOLDER,
+                     createPyodideModule: growingFactory(factory, msg.snapshotMemory, writer)}), failed]), writer,
         msg.restoreTimeoutMs > 0 ? msg.restoreTimeoutMs : SNAPSHOT_BOOT_MS);  // a shorter one only from the tests
       timings.restored = Math.round(performance.now() - t0);
-      // The snapshot's 37.7 MB are in the runtime's memory now; Pyodide's config still held the buffer.
-      if (pyodide._api && pyodide._api.config) pyodide._api.config._loadSnapshot = null;
       if (pyodide.version !== msg.pyodideVersion) throw new Error(`runtime ${pyodide.version}, snapshot made with ${msg.pyodideVersion}`);
       pyodide.runPython(RESTORED_PY);
       pyodide.runPython("import composer.render\nassert composer.render._BROWSER is not None");

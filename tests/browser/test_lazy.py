@@ -222,29 +222,30 @@ def test_a_slow_snapshot_download_is_not_counted_against_the_restore(page, serve
     assert state["argvs"] == [c["argv"] for c in cli_plan(state["query"])["commands"]]
 
 
-def test_the_boot_keeps_neither_snapshot_buffer(page, server):
-    """Adversarial finding (issue 22): once the worker unpacked the snapshot
-    into a buffer allocated up front, the packed file (18 MB) stayed reachable
-    from the closures the boot leaves (planJson, …) for the page's life; the
-    unpacked 37.7 MB buffer stayed in Pyodide's config. Both are in the
-    runtime's memory once it is restored. The worker is served with a WeakRef
-    to each (its own code otherwise) and collected (Chromium --expose-gc):
-    neither is alive after the boot."""
+def test_the_boot_keeps_no_snapshot_buffer(page, server):
+    """Adversarial finding (issue 22): the packed snapshot (18 MB) stayed
+    reachable from the closures the boot leaves (planJson, …) for the page's
+    life, and an unpacked copy (37.7 MB) in Pyodide's config. The worker now
+    writes the memory straight from the packed file (boot-python.mjs
+    ``growingFactory``), so the file and the reader over it
+    (``packedSnapshot``) are held until the restore only. The worker is served
+    with a WeakRef to each (its own code otherwise) and collected (Chromium
+    --expose-gc): neither is alive after the boot."""
     def with_refs(route):
         body = route.fetch().text()
         body = body.replace("      return new Uint8Array(await (await r.blob()).arrayBuffer());",
                             "      const __u = new Uint8Array(await (await r.blob()).arrayBuffer());"
                             " if (key.includes('snapshot-')) self.__packed = new WeakRef(__u); return __u;")
-        body = body.replace("      const memory = new Uint8Array(msg.snapshotMemory);",
-                            "      const memory = new Uint8Array(msg.snapshotMemory); self.__memory = new WeakRef(memory);")
-        assert "self.__packed" in body and "self.__memory" in body  # the worker still reads its files this way
+        body = body.replace("        const snapshot = packedSnapshot(bytes);",
+                            "        const snapshot = packedSnapshot(bytes); self.__reader = new WeakRef(snapshot);")
+        assert "self.__packed" in body and "self.__reader" in body  # the worker still reads its files this way
         route.fulfill(body=body, content_type="text/javascript")
     page.route("**/assets/composer-worker.js", with_refs)
     page.goto(f"{server}{K3}?hardware=gb200&strategy=pd_cluster")
     wait_ready(page)
     assert page.get_attribute("#app", "data-boot-mode") == "snapshot"
     worker = page.workers[-1]
-    assert worker.evaluate("() => [typeof self.__packed, typeof self.__memory]") == ["object", "object"]
+    assert worker.evaluate("() => [typeof self.__packed, typeof self.__reader]") == ["object", "object"]
     for _ in range(3):
         worker.evaluate("() => new Promise((done) => setTimeout(() => { gc(); done(); }, 100))")
-    assert worker.evaluate("() => [self.__packed.deref() === undefined, self.__memory.deref() === undefined]") == [True, True]
+    assert worker.evaluate("() => [self.__packed.deref() === undefined, self.__reader.deref() === undefined]") == [True, True]
