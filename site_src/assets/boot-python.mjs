@@ -268,17 +268,26 @@ export function packedSnapshot(packed) {
 
 // Zero the 1-KiB pieces of heap[start, end) that hold a non-zero byte, reading
 // the rest only (a page of a fresh instance's memory that nothing wrote stays
-// unwritten: the stack's unused part, ~9 MB).
+// unwritten: the stack's unused part, ~9 MB). `heap` starts its buffer (the
+// wasm memory's view, or a new array). Eight words are or-ed per step: twice
+// as fast as one in Node 20 over 11 MB of zeros (3.9 against 8.6 ms cold; in
+// Chromium the deep link's medians did not move, 84 against 81 ms from the
+// snapshot hashed to restored, within their noise).
 function clearDirty(heap, start, end) {
+  if (heap.byteOffset !== 0) throw new Error("clearDirty needs a view from the start of its buffer");
   const words = new Int32Array(heap.buffer, 0, heap.buffer.byteLength >> 2);
   for (let a = start; a < end;) {
-    const b = Math.min(end, (Math.floor((heap.byteOffset + a) / 1024) + 1) * 1024 - heap.byteOffset);
-    let dirty = false;
-    const lo = Math.ceil((heap.byteOffset + a) / 4), hi = Math.floor((heap.byteOffset + b) / 4);
-    for (let x = a; x < Math.min(b, lo * 4 - heap.byteOffset) && !dirty; x++) dirty = heap[x] !== 0;
-    for (let w = lo; w < hi && !dirty; w++) dirty = words[w] !== 0;
-    for (let x = Math.max(a, hi * 4 - heap.byteOffset); x < b && !dirty; x++) dirty = heap[x] !== 0;
-    if (dirty) heap.fill(0, a, b);
+    const b = Math.min(end, (Math.floor(a / 1024) + 1) * 1024);
+    const lo = (a + 3) >> 2, hi = b >> 2;
+    let acc = 0;
+    for (let x = a; x < lo * 4 && x < b; x++) acc |= heap[x];
+    let w = lo;
+    for (; w + 8 <= hi; w += 8) {
+      acc |= words[w] | words[w + 1] | words[w + 2] | words[w + 3] | words[w + 4] | words[w + 5] | words[w + 6] | words[w + 7];
+    }
+    for (; w < hi; w++) acc |= words[w];
+    for (let x = Math.max(a, hi * 4); x < b; x++) acc |= heap[x];
+    if (acc !== 0) heap.fill(0, a, b);
     a = b;
   }
 }
