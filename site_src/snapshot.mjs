@@ -14,34 +14,58 @@ import {DROP_PY, MODULES_PY, WARM_PY, installSitePython} from "./assets/boot-pyt
 
 // The snapshot is the whole linear memory, free heap included: what the
 // imports and template compilation allocated and freed is still there, and
-// it compresses badly. Zero it first: the memory above the heap's break
-// (after malloc_trim hands the top back), and every free chunk malloc can
-// give out without growing the heap (allocated, zeroed, freed again: free()
-// writes only the chunk's own header words). Nothing else changes: the same
-// memory size, no live object touched. Measured on Pyodide 314.0.7: the
-// snapshot's gzip 8.54 → 7.79 MB, raw size unchanged (37.7 MB).
+// it compresses badly (Pyodide's Python is built without pymalloc:
+// sysconfig WITH_PYMALLOC is 0, so every freed object is a free chunk of
+// dlmalloc's). Zero it first: the memory above the heap's break (after
+// malloc_trim), and every free chunk, the top chunk included. malloc may not
+// take more memory from the system than it holds now
+// (malloc_set_footprint_limit: it returns 0 instead of moving the break), so
+// asking for every size from 8 MiB down to 8 bytes until it says no hands out
+// every free chunk once; each is zeroed in full (malloc_usable_size), held,
+// and all are freed again (free() writes only the chunk's own header words,
+// and the size at its end).
+// Nothing else changes: the same memory size, no live object touched.
+//
+// Until 2026-12-06 the loop stopped at 64 bytes and, without the limit,
+// skipped any size within 4 MiB of the memory's end: every probe that found
+// no free chunk moved the break up for good (this dlmalloc does not trim it
+// back), so after a few probes every size was skipped, and how much was zeroed
+// depended on where objects happened to lie. The build's own snapshot zeroed
+// 8.8 MB where the same inputs, made from a script at another path (a path is a
+// string in the heap), zeroed 9.8: 7.52 against 7.20 MB gzip, the deep link
+// 10.17 MB against the target's 10 (measured on that day's code).
 function zeroFreeMemory(M) {
   const heap = () => M.HEAPU8;
   const size0 = heap().length;
   M._malloc_trim(0);
   let zeroed = size0 - M._sbrk(0);
   heap().fill(0, M._sbrk(0));
-  const held = [];
-  for (let size = 1 << 23; size >= 64;) {
-    // Never ask for more than the break can reach without growing the memory.
-    if (size + (4 << 20) > size0 - M._sbrk(0)) { size >>= 1; continue; }
-    const brk = M._sbrk(0);
-    const p = M._malloc(size);
-    if (!p) { size >>= 1; continue; }
-    if (heap().length !== size0) throw new Error("zeroing the free heap grew the memory");
-    if (M._sbrk(0) !== brk) { M._free(p); size >>= 1; continue; }  // the free chunks of this size are used up
-    heap().fill(0, p, p + size);
-    zeroed += size;
-    held.push(p);
+  const brk = M._sbrk(0);
+  M._malloc_set_footprint_limit(M._malloc_footprint());
+  try {
+    // Twice: freeing the held chunks merges neighbours, and a merged chunk keeps the header words of
+    // the chunks it swallowed (a size here and there, which keeps a whole KiB of the packed snapshot);
+    // the second pass gets the merged chunks and clears those too (measured: 2,480 such words left
+    // after one pass).
+    for (let pass = 0; pass < 2; pass++) {
+      const held = [];
+      try {
+        for (let size = 1 << 23; size >= 8;) {
+          const p = M._malloc(size);
+          if (!p) { size >>= 1; continue; }  // no free chunk of this size left
+          const usable = M._malloc_usable_size(p);
+          heap().fill(0, p, p + usable);
+          if (pass === 0) zeroed += usable;
+          held.push(p);
+        }
+      } finally {
+        for (const p of held) M._free(p);
+      }
+    }
+  } finally {
+    M._malloc_set_footprint_limit(-1);  // MAX_SIZE_T: no limit, as before
   }
-  for (const p of held) M._free(p);
-  M._malloc_trim(0);
-  heap().fill(0, M._sbrk(0));
+  if (heap().length !== size0 || M._sbrk(0) !== brk) throw new Error("zeroing the free heap moved the heap's break");
   return zeroed;
 }
 
