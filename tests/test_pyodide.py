@@ -292,13 +292,16 @@ def test_the_snapshot_is_warmed_up_without_the_warm_up_recipe(snapshot):
     and the schema's field types are made when a page restores it; the warm-up
     recipe's context and the warm-up's names are not kept. It is made with a
     fixed hash seed (snapshot.mjs ``HASH_SEED``): the same inputs give the same
-    layout, so the same packed size, on every build."""
+    layout, so the same packed size, on every build; and with Python's -OO
+    (``PYTHONOPTIMIZE``): no docstrings, in it or in what the page imports later."""
     script = (
         "import {restore} from './tests/pyodide_restore.mjs';"
         "const input = JSON.parse(require_input);"
         "const py = await restore(input);"
         "console.log(py.runPython(`import json, os, composer.api, composer.vllm_cli, composer.convert\\n"
-        "json.dumps({'seed': os.environ.get('PYTHONHASHSEED'),"
+        "import sys\n"
+        "json.dumps({'seed': os.environ.get('PYTHONHASHSEED'), 'optimize': sys.flags.optimize,"
+        " 'doc': composer.api.context_from_json.__doc__,"
         " 'contexts': composer.api.context_from_json.cache_info().currsize,"
         " 'flags': composer.vllm_cli.canonical.cache_info().currsize,"
         " 'fields': composer.convert._fields.cache_info().currsize,"
@@ -314,3 +317,5 @@ def test_the_snapshot_is_warmed_up_without_the_warm_up_recipe(snapshot):
     seed = re.search(r'const HASH_SEED = "(\d+)";', (ROOT / "site_src" / "snapshot.mjs").read_text())
     assert seed and got["seed"] == seed.group(1)
     assert got["flags"] > 10 and got["fields"] > 5
+    # python -OO (snapshot.mjs PYTHONOPTIMIZE): no docstrings, no asserts, in the snapshot and in later imports
+    assert got["optimize"] == 2 and got["doc"] is None

@@ -248,7 +248,8 @@ async function boot(msg) {
       timings.restored = Math.round(performance.now() - t0);
       if (pyodide.version !== msg.pyodideVersion) throw new Error(`runtime ${pyodide.version}, snapshot made with ${msg.pyodideVersion}`);
       pyodide.runPython(RESTORED_PY);
-      pyodide.runPython("import composer.render\nassert composer.render._BROWSER is not None");
+      // (not an assert: the snapshot's interpreter runs with asserts stripped, snapshot.mjs PYTHONOPTIMIZE)
+      pyodide.runPython("import composer.render\nif composer.render._BROWSER is None: raise RuntimeError('the snapshot has no templates')");
     } catch (err) {
       if (err instanceof IntegrityError) throw err;
       throw Object.assign(new Error(String(err.message || err)), {stage: "snapshot"});
