@@ -163,32 +163,21 @@ def test_the_restore_leaves_the_memory_the_snapshot_holds(snapshot):
     restore as a constructor could have."""
     script = """
 import {readFileSync} from "node:fs";
-import {pathToFileURL} from "node:url";
-const B = await import("./site_src/assets/boot-python.mjs");
+import {restore} from "./tests/pyodide_restore.mjs";
 const input = JSON.parse(readFileSync(0, "utf8"));
-const indexURL = input.pyodide + "/";
-const {loadPyodide} = await import(pathToFileURL(indexURL + "pyodide.mjs").href);
-const factory = (await import(pathToFileURL(indexURL + "pyodide.asm.mjs").href)).default;
-const snapshot = B.packedSnapshot(new Uint8Array(readFileSync(input.snapshot)));
-const made = B.growingFactory(factory, snapshot.length, B.snapshotWriter(snapshot, new Uint8Array(readFileSync(input.patch))));
 const full = new Uint8Array(readFileSync(input.full));
-const image = full.subarray(snapshot.header.length);
+const image = full.subarray(new DataView(full.buffer, full.byteOffset).getUint32(4, true));  // after Pyodide's header
 let after = null, brk = 0, scribbled = -1;
-const watched = (settings) => made(settings).then((M) => {
-  const restore = M.API.restoreSnapshot;
-  M.API.restoreSnapshot = (x) => {
-    brk = M._sbrk(0);
-    for (let p = 4 << 20; p + 1024 < brk && scribbled < 0; p += 1024) {
-      if (image.subarray(p, p + 1024).every((b) => b === 0)) { scribbled = p; M.HEAPU8.fill(0xAB, p + 100, p + 164); }
-    }
-    const out = restore(x);
-    after = M.HEAPU8.slice();
-    return out;
-  };
-  return M;
+await restore(input, (M, restore) => {
+  brk = M._sbrk(0);
+  for (let p = 4 << 20; p + 1024 < brk && scribbled < 0; p += 1024) {
+    if (image.subarray(p, p + 1024).every((b) => b === 0)) { scribbled = p; M.HEAPU8.fill(0xAB, p + 100, p + 164); }
+  }
+  const out = restore();
+  after = M.HEAPU8.slice();
+  return out;
 });
-await loadPyodide({indexURL, _loadSnapshot: B.SNAPSHOT_PLACEHOLDER, createPyodideModule: watched});
-let differ = 0, first = -1, dirtyPages = 0;
+let differ = 0, first = -1;
 for (let i = 0; i < after.length; i++) {
   if (after[i] !== (i < image.length ? image[i] : 0)) { differ++; if (first < 0) first = i; }
 }
@@ -216,37 +205,26 @@ def test_the_snapshots_free_heap_is_zeroed_and_the_heap_can_grow(snapshot):
     sets must be lifted again: a restored interpreter allocates 64 MiB more."""
     script = """
 import {readFileSync} from "node:fs";
-import {pathToFileURL} from "node:url";
-const B = await import("./site_src/assets/boot-python.mjs");
+import {restore} from "./tests/pyodide_restore.mjs";
 const input = JSON.parse(readFileSync(0, "utf8"));
-const indexURL = input.pyodide + "/";
-const {loadPyodide} = await import(pathToFileURL(indexURL + "pyodide.mjs").href);
-const factory = (await import(pathToFileURL(indexURL + "pyodide.asm.mjs").href)).default;
-const snapshot = B.packedSnapshot(new Uint8Array(readFileSync(input.snapshot)));
-const made = B.growingFactory(factory, snapshot.length, B.snapshotWriter(snapshot, new Uint8Array(readFileSync(input.patch))));
 const found = {chunks: 0, bytes: 0, dirtyChunks: 0, dirtyBytes: 0};
-const watched = (settings) => made(settings).then((M) => {
-  const restore = M.API.restoreSnapshot;
-  M.API.restoreSnapshot = (x) => {
-    const out = restore(x);
-    M._malloc_set_footprint_limit(M._malloc_footprint());
-    const held = [];
-    for (let size = 1 << 23; size >= 8;) {
-      const p = M._malloc(size);
-      if (!p) { size >>= 1; continue; }
-      const usable = M._malloc_usable_size(p);
-      let dirty = 0;
-      for (let i = p + 24; i < p + usable - 4; i++) if (M.HEAPU8[i] !== 0) dirty++;
-      found.chunks++; found.bytes += usable; found.dirtyBytes += dirty; found.dirtyChunks += dirty ? 1 : 0;
-      held.push(p);
-    }
-    for (const p of held) M._free(p);
-    M._malloc_set_footprint_limit(-1);
-    return out;
-  };
-  return M;
+const py = await restore(input, (M, restore) => {
+  const out = restore();
+  M._malloc_set_footprint_limit(M._malloc_footprint());
+  const held = [];
+  for (let size = 1 << 23; size >= 8;) {
+    const p = M._malloc(size);
+    if (!p) { size >>= 1; continue; }
+    const usable = M._malloc_usable_size(p);
+    let dirty = 0;
+    for (let i = p + 24; i < p + usable - 4; i++) if (M.HEAPU8[i] !== 0) dirty++;
+    found.chunks++; found.bytes += usable; found.dirtyBytes += dirty; found.dirtyChunks += dirty ? 1 : 0;
+    held.push(p);
+  }
+  for (const p of held) M._free(p);
+  M._malloc_set_footprint_limit(-1);
+  return out;
 });
-const py = await loadPyodide({indexURL, _loadSnapshot: B.SNAPSHOT_PLACEHOLDER, createPyodideModule: watched});
 found.grown = py.runPython("len(bytearray(64 << 20))");
 console.log(JSON.stringify(found));
 """
