@@ -180,3 +180,40 @@ def test_overlapping_segments_rebuild_as_instantiation_writes_them():
     rebuilt = bytearray(32)
     W.apply_patch(rebuilt, snapshot, W.snapshot_patch(wasm, snapshot))
     assert rebuilt[8:10] == b"aa"
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node (make test installs it)")
+def test_a_patch_write_above_the_break_is_still_overwritten_by_the_image(tmp_path):
+    """Adversarial finding: the worker's restore writes the image's left-out
+    (all-zero) pages only below the heap's break (boot-python.mjs
+    ``growingFactory``), so a patch run above it — a build gone wrong, the
+    build's patches cover the data segments only — survived the restore, where
+    Pyodide's full copy used to overwrite it. ``writeImage`` now clears up to
+    the end of what ``writeData`` wrote too. A small snapshot whose image is
+    zero past its first KiB and a patch that writes 64 bytes at 5,000, with the
+    break at 0: after writeData and writeImage the heap is the image."""
+    from composer.buildtime import sparse
+
+    header = struct.pack("<2I", 0x1234, 16) + bytes(8)  # Pyodide's header: its length at offset 4
+    image = bytes(range(1, 256)) * 4 + bytes(8 * 1024)
+    full = header + image
+    patch = struct.pack("<3I", W.MAGIC, 1, 1) + struct.pack("<2I", 0, 64) + struct.pack("<2I", 5000, 64) + b"\xab" * 64
+    (tmp_path / "snap.bin").write_bytes(sparse.pack(full))
+    (tmp_path / "patch.bin").write_bytes(patch)
+    script = f"""
+import {{readFileSync}} from "node:fs";
+import {{createHash}} from "node:crypto";
+const {{packedSnapshot, snapshotWriter}} = await import({json.dumps((build.ROOT / "site_src/assets/boot-python.mjs").as_uri())});
+const w = snapshotWriter(packedSnapshot(new Uint8Array(readFileSync("snap.bin"))), new Uint8Array(readFileSync("patch.bin")));
+const heap = new Uint8Array({len(image) + 1024});
+w.writeData(heap);
+const written = heap[5000];
+w.writeImage(heap, 0);
+console.log(written, createHash("sha256").update(heap).digest("hex"));
+"""
+    (tmp_path / "run.mjs").write_text(script)
+    out = subprocess.run(["node", "run.mjs"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    written, digest = out.stdout.split()
+    assert written == str(0xAB)  # the patch did write there
+    assert digest == hashlib.sha256(image + bytes(1024)).hexdigest()

@@ -164,12 +164,15 @@ const PATCH_MAGIC = 0x31504456;  // composer/buildtime/wasm_data.py MAGIC
 // steps), or null for Pyodide's own module (its data segments are in it).
 // writeData writes the data segments' bytes into a fresh heap of the
 // snapshot's size, from the snapshot's image and the patch; writeImage writes
-// the whole image (packedSnapshot copy). The patch is checked here, in full,
+// the whole image (packedSnapshot copy), clearing left-out pages below
+// `dirtyBelow` and below the end of what writeData wrote. The patch is checked here, in full,
 // before anything runs: an error thrown inside Pyodide's instantiation hook
 // would be swallowed and the boot never end.
 export function snapshotWriter(snapshot, patch = null) {
-  const writeImage = (heap, dirtyBelow) => snapshot.copy(heap, 0, snapshot.imageLength, dirtyBelow);
-  if (!patch) return {header: snapshot.header, writeData: () => {}, writeImage};
+  if (!patch) {
+    return {header: snapshot.header, writeData: () => {},
+            writeImage: (heap, dirtyBelow) => snapshot.copy(heap, 0, snapshot.imageLength, dirtyBelow)};
+  }
   const words = new DataView(patch.buffer, patch.byteOffset, patch.byteLength);
   const fail = (why) => { throw new Error(`the wasm data patch ${why}`); };
   if (patch.byteLength < 12 || words.getUint32(0, true) !== PATCH_MAGIC) fail("is not of its format");
@@ -189,6 +192,11 @@ export function snapshotWriter(snapshot, patch = null) {
     }
   }
   if (data !== patch.byteLength) fail("has bytes after its last run");
+  // writeImage clears left-out pages up to the end of what writeData wrote too, wherever the heap's
+  // break is (an adversarial finding: a patch run above the break, from a build gone wrong, survived
+  // the restore where Pyodide's full copy overwrote it).
+  const dataEnd = ops.reduce((end, [off, len]) => Math.max(end, off + len), 0);
+  const writeImage = (heap, dirtyBelow) => snapshot.copy(heap, 0, snapshot.imageLength, Math.max(dirtyBelow, dataEnd));
   const writeData = (heap) => {
     for (const [off, len, at] of ops) {
       if (at < 0) snapshot.copy(heap, off, off + len); else heap.set(patch.subarray(at, at + len), off);
@@ -275,10 +283,10 @@ export function packedSnapshot(packed) {
 // snapshot hashed to restored, within their noise).
 function clearDirty(heap, start, end) {
   if (heap.byteOffset !== 0) throw new Error("clearDirty needs a view from the start of its buffer");
-  const words = new Int32Array(heap.buffer, 0, heap.buffer.byteLength >> 2);
+  const words = new Int32Array(heap.buffer, 0, Math.floor(heap.buffer.byteLength / 4));
   for (let a = start; a < end;) {
     const b = Math.min(end, (Math.floor(a / 1024) + 1) * 1024);
-    const lo = (a + 3) >> 2, hi = b >> 2;
+    const lo = Math.floor((a + 3) / 4), hi = Math.floor(b / 4);  // not >> 2: a memory may pass 2 GiB
     let acc = 0;
     for (let x = a; x < lo * 4 && x < b; x++) acc |= heap[x];
     let w = lo;

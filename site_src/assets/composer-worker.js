@@ -11,7 +11,8 @@
 // the worker may fetch), then {type:"view", id, query, sentAt} per choice, or {type:"prime", id,
 // query, next} for a page already showing query's plan (only the look-ahead runs, over
 // `next`: the queries of the options on screen).
-// The worker replies {type:"progress", text} while booting, then {type:"ready",
+// The worker replies {type:"progress", text} while booting ({type:"restoring"} once the
+// snapshot is in and checked: the page times the restore from then), then {type:"ready",
 // mode, ms, timings, at} (timings: ms from the boot's start to the snapshot fetched,
 // hashed, indexed (packedSnapshot), its wasm parts ready, restored, the runtime up and ready; at: the
 // worker's and the boot's start on the shared timeOrigin + now clock) or {type:"failed", stage:"snapshot"|"runtime"|"integrity",
@@ -239,6 +240,9 @@ async function boot(msg) {
         timings.parts = Math.round(performance.now() - t0);
         return snapshotWriter(snapshot, patch);
       })();
+      // The page's own clock starts now too: a restore that keeps this thread busy (a snapshot that
+      // makes Python spin) never lets `watched`'s timer fire, so the page ends this worker instead.
+      writer.then(() => self.postMessage({type: "restoring"}), () => {});
       // Pyodide waits for the data forever if `writer` fails: the race ends the boot with its error.
       const failed = writer.then(() => new Promise(() => {}));
       pyodide = await watched(Promise.race([

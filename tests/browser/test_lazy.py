@@ -222,6 +222,29 @@ def test_a_slow_snapshot_download_is_not_counted_against_the_restore(page, serve
     assert state["argvs"] == [c["argv"] for c in cli_plan(state["query"])["commands"]]
 
 
+def test_a_restore_that_never_ends_falls_back_to_the_cold_boot(page, server):
+    """Adversarial finding (issue 22): a snapshot that makes Python spin (one
+    whose pages were swapped and whose hash was updated) kept the worker's
+    thread busy, so the worker's own restore clock could never fire, and the
+    page said after 180 s that it could not load, with the default's command.
+    The page now times the restore itself from the worker's "restoring" message
+    (the snapshot is in and checked) and boots cold when it has not finished.
+    Here the worker is served spinning right after the restore, the clock is
+    1.5 s (+2 s): the page boots cold and shows the CLI's plan."""
+    def spinning(route):
+        body = route.fetch().text()
+        spot = "      timings.restored = Math.round(performance.now() - t0);"
+        assert spot in body  # the worker still marks its restore this way
+        route.fulfill(body=body.replace(spot, "      for (;;) {}\n" + spot), content_type="text/javascript")
+    page.add_init_script("window.composerRestoreTimeoutMs = 1500;")
+    page.route("**/assets/composer-worker.js", spinning)
+    page.goto(f"{server}{K3}?hardware=gb200&strategy=pd_cluster")
+    wait_ready(page)
+    assert page.get_attribute("#app", "data-boot-mode") == "cold"
+    state = page_state(page)
+    assert state["argvs"] == [c["argv"] for c in cli_plan(state["query"])["commands"]]
+
+
 def test_the_boot_keeps_no_snapshot_buffer(page, server):
     """Adversarial finding (issue 22): the packed snapshot (18 MB) stayed
     reachable from the closures the boot leaves (planJson, …) for the page's
