@@ -91,6 +91,21 @@
     new ResizeObserver(report).observe(app);
     report();
   }
+  // In an iframe, a link to another page (the model on Hugging Face, Edit this recipe, Report a
+  // problem, the site's pages) opens in a new tab: followed inside the frame, it replaced the
+  // embed, or left an error box where the site refuses to be framed (fresh user's finding).
+  // Links within this page (#…) and downloads stay as they are; set as the link is followed, so
+  // the links of plans rendered later are covered too.
+  if (view.embed || window.top !== window) {
+    document.addEventListener("click", (ev) => {
+      const a = ev.target instanceof Element ? ev.target.closest("a[href]") : null;
+      if (!a || a.hasAttribute("download") || a.target) return;
+      const to = new URL(a.href, location.href);
+      if (to.origin === location.origin && to.pathname === location.pathname && to.search === location.search) return;
+      a.target = "_blank";
+      a.relList.add("noopener");
+    }, true);
+  }
 
   // ----- theme toggle: auto → light → dark, a view parameter (theme=) like
   // embed, remembered in this browser for the next page (first-paint.js)

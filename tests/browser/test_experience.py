@@ -109,6 +109,28 @@ def test_embed_mode_reports_height_and_honours_theme(page, server):
     assert inner.evaluate("document.documentElement.scrollHeight") < 3000  # the guide alone was ~3,100 px
 
 
+def test_an_embeds_links_to_other_pages_open_in_a_new_tab(page, server):
+    """Fresh user's finding: in an embed, the model's Hugging Face link and
+    Edit this recipe / Report a problem navigated the iframe itself (and a site
+    that refuses framing left an error box in place of the configurator).
+    Followed from an iframe, they open a new tab; the frame stays where it was."""
+    page.context.route("https://**/*", lambda route: route.fulfill(status=200, body="elsewhere", content_type="text/plain"))
+    page.goto(server + "/index.html")
+    page.evaluate("""(src) => { const f = document.createElement('iframe'); f.src = src; f.style.width = '900px';
+                                f.style.height = '1200px'; document.body.appendChild(f); }""", f"{server}{K3}?embed=1&hardware=h200")
+    frame = page.frame_locator("iframe")
+    frame.locator("#app[data-shown]").wait_for(timeout=90_000)
+    inner = page.frames[1]
+    before = inner.url
+    for selector in ("a.hf-link", "a.edit-link", "a.report-link"):
+        with page.context.expect_page() as opened:
+            frame.locator(selector).click()
+        tab = opened.value
+        assert tab.url.startswith("https://"), (selector, tab.url)
+        tab.close()
+        assert inner.url == before, selector  # the embed is still there
+
+
 def test_keyboard_only_selection(page, server):
     page.goto(server + K3)
     wait_ready(page)
