@@ -354,7 +354,8 @@
   }
   function applyPlaceholders() {
     const vals = phValues();
-    for (const code of document.querySelectorAll("#commands .panel:not([data-role=file]) > pre code, #extras pre code")) {
+    // (the compare view's two commands too: a fresh user saw $HEAD_IP there after filling it in above)
+    for (const code of document.querySelectorAll("#commands .panel:not([data-role=file]) > pre code, #extras pre code, #compare .compare-side pre code")) {
       if (code.dataset.raw === undefined) code.dataset.raw = code.textContent;
       code.textContent = phSubstitute(code.dataset.raw, vals);
     }
@@ -898,6 +899,7 @@
       app.dataset.importReady = "true";
     } else {
       document.getElementById("compare").innerHTML = data.fragments.compare;
+      applyPlaceholders();
       app.dataset.compareReady = "true";
     }
   }

@@ -117,3 +117,18 @@ def test_compare_link_reopens_the_comparison_and_equals_the_cli(page, server):
     page.locator("#compare-stop").click()
     page.wait_for_function("() => !location.search.includes('compare=')")
     assert page.inner_html("#compare") == ""
+
+
+def test_the_compare_view_shows_the_placeholder_values_filled_in(page, server):
+    """Fresh user's finding: with $HEAD_IP filled in, the tabs and Copy used the
+    value but the compare view's two commands still showed $HEAD_IP. They take
+    the values too, as the view is shown and as a value changes."""
+    page.goto(f"{server}{K3}?hardware=b200&nodes=2&strategy=multi_node_tp")
+    wait_ready(page)
+    page.locator('#placeholders input[data-ph="HEAD_IP"]').fill("10.0.0.1")
+    page.locator("#compare-start").click()
+    _wait(page, "compareReady")
+    sides = lambda: page.eval_on_selector_all("#compare .compare-side pre code", "cs => cs.map(c => c.textContent)")  # noqa: E731
+    assert sides() and all("10.0.0.1" in t and "$HEAD_IP" not in t for t in sides())
+    page.locator('#placeholders input[data-ph="HEAD_IP"]').fill("10.9.9.9")
+    page.wait_for_function("() => [...document.querySelectorAll('#compare .compare-side pre code')].every(c => c.textContent.includes('10.9.9.9'))")
