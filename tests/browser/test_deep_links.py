@@ -120,13 +120,15 @@ def test_click_while_loading_is_applied_on_the_links_state(page, server):
 
 @pytest.mark.parametrize("damage, says", [("missing", "without the fast start"), ("one byte flipped", "SHA-256"),
                                           ("module without data missing", "without the fast start"),
+                                          ("module without data byte flipped", "SHA-256"),
                                           ("data patch byte flipped", "SHA-256")])
 def test_fallback_cold_boot_when_the_snapshot_cannot_be_used(page, server, site_dir, tmp_path, damage, says):
     """The snapshot, the module without data segments and the patch that
     rebuilds them (build.snapshot_wasm) are the snapshot path's own files: any
     of them missing or altered falls back to the cold boot from Pyodide's files."""
     glob = {"missing": "snapshot-*.bin", "one byte flipped": "snapshot-*.bin",
-            "module without data missing": "wasm-nodata-*.wasm", "data patch byte flipped": "wasm-data-*.bin"}[damage]
+            "module without data missing": "wasm-nodata-*.wasm", "module without data byte flipped": "wasm-nodata-*.wasm",
+            "data patch byte flipped": "wasm-data-*.bin"}[damage]
     with contextlib.ExitStack() as stack:
         if damage.endswith("missing"):
             page.route(f"**/runtime/{glob}", lambda route: route.fulfill(status=404, body="gone"))
