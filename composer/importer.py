@@ -808,20 +808,15 @@ def import_commands(ctx, reading: Reading, hint: str | None = None, hardware: st
         base["install"] = "docker"
     roles = {lay.role for lay in layouts.values() if lay.role}
 
-    # Each plan's key: (1 if the plan has an error and differs, differences):
-    # the plan the commands are exactly, whether it runs or not (the person
-    # pasted that plan: its errors are the news), then a plan that runs before
-    # one vLLM would refuse, then fewer differences. (Fresh user's finding: with
-    # differences first, a plain `-tp 8` pasted on a B300 page came out as an
-    # H100 plan whose weights do not fit, 4 differences against B300's 6, and
-    # the pasted command was said to be refused, on H100.)
-    plans: dict[str, tuple[tuple[int, float], dict]] = {}
+    # Each plan's key: (differences, 1 if the plan has an error): fewer
+    # differences first; of as close plans, one that runs.
+    plans: dict[str, tuple[tuple[float, int], dict]] = {}
 
-    def evaluate(query: str) -> tuple[tuple[int, float], dict]:
+    def evaluate(query: str) -> tuple[tuple[float, int], dict]:
         if query not in plans:
             plan = compose(ctx, query, every_form=False)
             s = score(reading, plan) + (100 if plan["selection"].get("variant") not in variants else 0)
-            plans[query] = ((int(s > 0 and plan["status"] == "error"), s), plan)
+            plans[query] = ((s, int(plan["status"] == "error")), plan)
         return plans[query]
 
     def q(**vals) -> str:
@@ -831,7 +826,7 @@ def import_commands(ctx, reading: Reading, hint: str | None = None, hardware: st
     page = compose_page(ctx, q(hardware=hardware))
     # Disabled options too: the pasted commands may be a plan the page disables
     # (one vLLM would refuse, e.g. a context the KV cache cannot hold); the
-    # ranking puts a plan that runs first (evaluate).
+    # ranking puts a plan that runs first among equally close ones.
     hw_ids = [o["id"] for o in page["options"].get("hardware", ())] or [None]
     if hardware:
         hw_ids = [hardware] if hardware in hw_ids else hw_ids
@@ -896,16 +891,10 @@ def import_commands(ctx, reading: Reading, hint: str | None = None, hardware: st
         if evaluate(best)[0] < evaluate(found)[0]:
             found = best
     s, plan = evaluate(found)
-    # vLLM's start-up rules again, now that the hardware (memory, platform) and the model's facts are known:
-    # the memory figures of the plan on that hardware nearest to the pasted commands, whether it runs or
-    # not (its layout is theirs when the recipe has it). The chosen plan may be another that runs (more
-    # nodes, say), whose KV cache the pasted commands do not have.
+    # vLLM's start-up rules again, now that the hardware (memory, platform) and the model's facts are known.
     from composer.launch import plan_targets
     from composer.model_facts import model_facts
-    nearest = min(((k[1], p) for k, p in plans.values() if p["selection"]["hardware"] == plan["selection"]["hardware"]
-                   and p["selection"].get("variant") == plan["selection"].get("variant")),
-                  key=lambda dp: dp[0], default=(0, plan))[1]
-    facts, targets = model_facts(ctx, plan["selection"].get("variant")), plan_targets(ctx, nearest)
+    facts, targets = model_facts(ctx, plan["selection"].get("variant")), plan_targets(ctx, plan)
     for i in serve:
         pool = {"prefill": "prefill", "decode": "decode"}.get(layouts[i].role) if i in layouts else None
         findings[i] = check_pasted(reading.commands[i], facts, targets.get(pool) or targets.get(None))
