@@ -93,15 +93,24 @@
   }
   // In an iframe, a link to another page (the model on Hugging Face, Edit this recipe, Report a
   // problem, the site's pages) opens in a new tab: followed inside the frame, it replaced the
-  // embed, or left an error box where the site refuses to be framed (fresh user's finding).
-  // Links within this page (#…) and downloads stay as they are; set as the link is followed, so
-  // the links of plans rendered later are covered too.
+  // embed, or left an error box where the site refuses to be framed (fresh user's finding). A link
+  // to another plan of this page (a notice's fix, the compare view's "open A": only the query
+  // differs) stays in the frame, and an embed keeps its layout and theme there (an adversarial
+  // finding: the first version of this rule sent those to a new tab). Downloads stay as they are;
+  // set as the link is followed, so the links of plans rendered later are covered too.
   if (view.embed || window.top !== window) {
     document.addEventListener("click", (ev) => {
       const a = ev.target instanceof Element ? ev.target.closest("a[href]") : null;
       if (!a || a.hasAttribute("download") || a.target) return;
       const to = new URL(a.href, location.href);
-      if (to.origin === location.origin && to.pathname === location.pathname && to.search === location.search) return;
+      if (to.origin === location.origin && to.pathname === location.pathname) {
+        if (view.embed && !to.searchParams.has("embed")) {
+          to.searchParams.set("embed", "1");
+          if (view.theme && !to.searchParams.has("theme")) to.searchParams.set("theme", view.theme);
+          a.href = to.href;
+        }
+        return;
+      }
       a.target = "_blank";
       a.relList.add("noopener");
     }, true);

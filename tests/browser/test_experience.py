@@ -131,6 +131,30 @@ def test_an_embeds_links_to_other_pages_open_in_a_new_tab(page, server):
         assert inner.url == before, selector  # the embed is still there
 
 
+def test_an_embeds_fix_link_stays_in_the_frame_as_an_embed(page, server):
+    """Adversarial finding on the rule above: its first version sent every
+    link whose query differed to a new tab, a notice's fix ("--max-model-len
+    auto") included. A link to another plan of the same page stays in the frame
+    and keeps the embed's layout (embed=1, and its theme)."""
+    qwen = "/Qwen/Qwen3-235B-A22B-Instruct-2507/"
+    page.goto(server + "/index.html")
+    page.evaluate("""(src) => { const f = document.createElement('iframe'); f.src = src; f.style.width = '900px';
+                                f.style.height = '1200px'; document.body.appendChild(f); }""", f"{server}{qwen}?embed=1&theme=dark&hardware=h100")
+    frame = page.frame_locator("iframe")
+    frame.locator("#app[data-shown]").wait_for(timeout=90_000)
+    fix = frame.locator("a.fix").first
+    want = fix.get_attribute("href").lstrip("?")
+    pages = len(page.context.pages)
+    fix.click()
+    inner = page.frames[1]
+    page.wait_for_function("(w) => { const f = document.querySelector('iframe'); return f.contentWindow.location.search.includes(w); }",
+                           arg=want.split("&")[2], timeout=30_000)
+    assert "embed=1" in inner.url and "theme=dark" in inner.url, inner.url
+    frame.locator("#app[data-shown]").wait_for(timeout=90_000)
+    assert inner.evaluate("document.documentElement.classList.contains('embed')")
+    assert len(page.context.pages) == pages  # no new tab
+
+
 def test_keyboard_only_selection(page, server):
     page.goto(server + K3)
     wait_ready(page)
