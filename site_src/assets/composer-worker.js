@@ -130,6 +130,13 @@ let wasmInstead = null;
 // (two runs, 16 loads each, two builds alternating); with the larger snapshot
 // of earlier that day, 738 -> 738.
 const COMPILED = Symbol("compiled wasm module");
+// Rejects when the module Pyodide asked for fails to compile or to match its hash. Pyodide's
+// instantiation hook swallows that error ("wasm instantiation failed!") and waits forever, so the
+// boot races this: the cold boot then fails at once and the snapshot path falls back to it, where
+// they waited for the page's 180 s and the restore's 60 s (an adversarial finding).
+let wasmRejected = null;
+const wasmFailure = new Promise((_, reject) => { wasmRejected = reject; });
+wasmFailure.catch(() => {});
 const instantiateStreaming = WebAssembly.instantiateStreaming.bind(WebAssembly);
 WebAssembly.instantiateStreaming = async (source, imports) => {
   const response = await source;
@@ -144,7 +151,7 @@ self.fetch = async (input, init) => {
     // matches, so the module is never instantiated before that.
     const f = fetched(wasmInstead || url);
     const module = f.bytes.then((bytes) => WebAssembly.compile(bytes)).then(async (compiled) => { await f.ok; return compiled; });
-    module.catch(() => {});  // reported where it is awaited (the instantiation)
+    module.catch((err) => wasmRejected(new Error(`the wasm module could not be used (${(err && err.message) || err})`)));
     return Object.assign(new Response(null, {status: 200, headers: {"Content-Type": "application/wasm"}}), {[COMPILED]: module});
   }
   const bytes = await verified(url);
@@ -265,7 +272,7 @@ async function boot(msg) {
       const failed = writer.then(() => new Promise(() => {}));
       pyodide = await watched(Promise.race([
         loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: SNAPSHOT_PLACEHOLDER,
-                     createPyodideModule: growingFactory(factory, msg.snapshotMemory, writer)}), failed]), writer,
+                     createPyodideModule: growingFactory(factory, msg.snapshotMemory, writer)}), failed, wasmFailure]), writer,
         msg.restoreTimeoutMs > 0 ? msg.restoreTimeoutMs : SNAPSHOT_BOOT_MS);  // a shorter one only from the tests
       timings.restored = Math.round(performance.now() - t0);
       if (pyodide.version !== msg.pyodideVersion) throw new Error(`runtime ${pyodide.version}, snapshot made with ${msg.pyodideVersion}`);
@@ -277,7 +284,8 @@ async function boot(msg) {
       throw Object.assign(new Error(String(err.message || err)), {stage: "snapshot"});
     }
   } else {
-    pyodide = await loadPyodide({indexURL: msg.indexURL, stdLibURL, createPyodideModule: growingFactory(factory, 0)});
+    pyodide = await Promise.race([loadPyodide({indexURL: msg.indexURL, stdLibURL, createPyodideModule: growingFactory(factory, 0)}),
+                                  wasmFailure]);
     self.postMessage({type: "progress", text: "Python runtime ready; loading the composer…"});
     installSitePython(pyodide, await image.bytes);
   }

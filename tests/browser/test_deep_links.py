@@ -290,3 +290,38 @@ def test_unusable_recipe_data_ends_the_preview_with_a_message(page, server):
     page.wait_for_function("() => document.getElementById('runtime-status').dataset.state === 'failed'", timeout=60_000)
     assert not page.locator("#preview-banner").is_visible()
     assert page.evaluate("[...document.querySelectorAll('#controls fieldset')].every(f => f.disabled)")
+
+
+@pytest.mark.parametrize("path", ["snapshot", "cold"])
+def test_a_wasm_module_that_does_not_compile_ends_the_boot_at_once(page, server, site_dir, path):
+    """Adversarial finding: a module whose hash the page lists (a build bug:
+    the check passes) but that does not compile made Pyodide's instantiation
+    hook log "wasm instantiation failed!" and wait forever: the snapshot path
+    fell back to the cold boot after the restore's 60 s, and the cold boot
+    failed after the page's 180 s. The worker now races the compile
+    (composer-worker.js ``wasmFailure``): the snapshot path falls back at once
+    and shows the CLI's plan; the cold path fails at once, saying why."""
+    import hashlib
+
+    junk = b"not a wasm module at all"
+    glob = "wasm-nodata-*.wasm" if path == "snapshot" else "pyodide-*/pyodide.asm.wasm"
+    real = next((site_dir / "runtime").glob(glob)).read_bytes()
+    old, new = hashlib.sha256(real).hexdigest(), hashlib.sha256(junk).hexdigest()
+    page.route("**/runtime/" + glob, lambda route: route.fulfill(status=200, body=junk))
+    if path == "cold":
+        page.route("**/runtime/snapshot-*.bin", lambda route: route.fulfill(status=404, body="gone"))
+
+    def rewrite(route):
+        resp = route.fetch()
+        route.fulfill(response=resp, body=resp.text().replace(old, new))
+    page.route("**/moonshotai/Kimi-K3/*", rewrite)
+    page.goto(f"{server}{K3}?hardware=h200&strategy=multi_node_tep")
+    if path == "snapshot":
+        page.wait_for_function("() => document.getElementById('app').dataset.ready === 'true'", timeout=40_000)
+        settle(page)
+        assert page.get_attribute("#app", "data-boot-mode") == "cold"
+        state = page_state(page)
+        assert state["argvs"] == [c["argv"] for c in cli_plan(state["query"])["commands"]]
+    else:
+        page.wait_for_function("() => document.getElementById('runtime-status').dataset.state === 'failed'", timeout=40_000)
+        assert "wasm module could not be used" in page.inner_text("#runtime-status")
