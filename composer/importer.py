@@ -914,6 +914,13 @@ def import_commands(ctx, reading: Reading, hint: str | None = None, hardware: st
                 + f"; as close: {', '.join(same)}. Pick yours.")
     else:
         note = f"The commands do not say which GPUs they run on; {chosen} is the only hardware whose plan is this close."
+    if plan["status"] == "error" and not hardware:
+        # Fresh user's finding: a plain `-tp 8` on the B300 page came out as an H100 plan whose weights do
+        # not fit, and the report said vLLM refuses the command, without saying on what GPUs or that the
+        # plan itself does not start: both are said, and that another GPU may run the same commands.
+        first = next((n["message"] for n in plan["notices"] if n["level"] == "error"), "")
+        note += (f" This plan does not start on {chosen}" + (f" ({first.rstrip('.')})" if first else "")
+                 + f"; what vLLM refuses above is on {chosen}: on other GPUs the same commands may run.")
     return ImportReport(ctx.recipe_id, tuple(problems), reading.commands, findings, layouts, plan, pairs, left_t,
                         left_m, note, tuple(alternatives), len(plans))
 

@@ -91,6 +91,24 @@ def test_unknown_flags_and_refusals_are_findings():
     assert any(f.rule == "tp-divides-heads" and f.level == "error" for f in r.findings[0])
 
 
+def test_a_refused_closest_plan_says_so_and_on_what_gpus():
+    """Fresh user's finding: a plain TP 8 command pasted on the B300 page came
+    out as a 1 x H100 plan whose weights do not fit, and the report said vLLM
+    refuses the command without saying on what GPUs, nor that the plan itself
+    does not start. (Ranking a running plan first was tried and reverted: an
+    adversarial pass found edited refused plans jumping to another vendor.)
+    The note now says both, and that other GPUs may run the same commands."""
+    text = "vllm serve moonshotai/Kimi-K3 --trust-remote-code -tp 8 --max-model-len 262144"
+    r = importer.import_commands(golden.context("ours", K3), importer.read_text(text), hint="hardware=b300")
+    hw = r.plan["selection"]["hardware"]
+    assert r.plan["status"] == "error"
+    assert f"This plan does not start on {hw} (The weights do not fit" in r.hardware_note
+    assert f"what vLLM refuses above is on {hw}" in r.hardware_note
+    # A plan that starts, or hardware the person named, gets no such sentence.
+    ok = importer.import_commands(golden.context("ours", K3), importer.read_text(text), hardware="b300")
+    assert ok.plan["status"] != "error" and "does not start" not in ok.hardware_note
+
+
 def test_layout_roles_and_wrappers():
     text = _k3_text("hardware=gb200&strategy=pd_cluster")
     reading = importer.read_text(text)
