@@ -150,7 +150,9 @@ self.fetch = async (input, init) => {
     // Compiled while it is hashed (compiling runs nothing of it); handed over only once the hash
     // matches, so the module is never instantiated before that.
     const f = fetched(wasmInstead || url);
-    const module = f.bytes.then((bytes) => WebAssembly.compile(bytes)).then(async (compiled) => { await f.ok; return compiled; });
+    // A module that does not compile is reported as altered when its hash says so (the hash first).
+    const module = f.bytes.then((bytes) => WebAssembly.compile(bytes))
+      .then(async (compiled) => { await f.ok; return compiled; }, async (err) => { await f.ok; throw err; });
     module.catch((err) => wasmRejected(new Error(`the wasm module could not be used (${(err && err.message) || err})`)));
     return Object.assign(new Response(null, {status: 200, headers: {"Content-Type": "application/wasm"}}), {[COMPILED]: module});
   }
