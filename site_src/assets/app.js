@@ -710,8 +710,9 @@
   // ----- the composer in a Web Worker (Pyodide) ---------------------------
   const abs = (u) => new URL(u, location.href).href;
 
-  // How long the restore may take once the snapshot is in (the worker's clock, 60 s, unless a test
-  // of this page sets window.composerRestoreTimeoutMs); the page's own clock allows 2 s more.
+  // How long the restore may take once the snapshot is in (the worker's "restoring" message), 60 s
+  // unless a test of this page sets window.composerRestoreTimeoutMs. The one clock of the fast start:
+  // the worker's own could not fire while a spinning restore keeps its thread busy.
   const restoreMs = () => Number(window.composerRestoreTimeoutMs) || 60_000;
   let restoreTimer = null;
 
@@ -725,15 +726,15 @@
       if (msg.type !== "progress" && msg.type !== "restoring") clearTimeout(restoreTimer);
       if (msg.type === "progress") setStatus("loading", msg.text);
       else if (msg.type === "restoring" && mode === "snapshot") {
-        // A restore that keeps the worker's thread busy (a snapshot that makes Python spin) can
-        // never report its own timeout (adversarial finding): this page ends it and boots cold.
+        // A restore that does not finish (a snapshot that makes Python spin keeps the worker's thread
+        // busy: adversarial finding) is ended here, and the page boots cold.
         restoreTimer = setTimeout(() => {
           if (worker !== mine || viewFn) return;
           const why = `the fast start did not finish within ${restoreMs() / 1000} s`;
           console.warn("snapshot:", why);
           setStatus("loading", `The fast start could not be used (${why}); loading the full Python runtime, a few seconds…`);
           startWorker("cold", why);
-        }, restoreMs() + 2000);
+        }, restoreMs());
       } else if (msg.type === "ready") ready(msg, why);
       else if (msg.type === "plan") {
         // Where a click's time goes, read by `make bench`: waiting in the worker (behind a look-ahead plan),
@@ -791,8 +792,6 @@
       // The worker composes the plans of the options a next click can send while the page is idle,
       // unless a script of this page set window.composerLookahead = false (the browser tests do).
       lookahead: window.composerLookahead !== false,
-      // How long the restore may take once the snapshot is in (restoreMs).
-      restoreTimeoutMs: restoreMs(),
     });
   }
 

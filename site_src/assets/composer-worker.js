@@ -4,7 +4,7 @@
 // after a failed restore, boot Python cold and import everything (~5 s).
 // Protocol. The page sends {type:"init", mode:"snapshot"|"cold", indexURL,
 // snapshotURL, stdlibURL, snapshotSize, snapshotMemory, wasmURL, wasmPatchURL, pyodideVersion,
-// pythonURL, recipeURL, catalogURL, files, lookahead, restoreTimeoutMs} (snapshotSize, snapshotMemory: the
+// pythonURL, recipeURL, catalogURL, files, lookahead} (snapshotSize, snapshotMemory: the
 // snapshot file's length and its memory's, unpacked; wasmURL, wasmPatchURL: the snapshot
 // path's module without its data segments and the patch that rebuilds them,
 // boot-python.mjs snapshotWriter; files: absolute URL → SHA-256 of every file
@@ -12,7 +12,7 @@
 // query, next} for a page already showing query's plan (only the look-ahead runs, over
 // `next`: the queries of the options on screen).
 // The worker replies {type:"progress", text} while booting ({type:"restoring"} once the
-// snapshot is in and checked: the page times the restore from then), then {type:"ready",
+// snapshot is in and checked: the page times the restore from then, app.js restoreMs), then {type:"ready",
 // mode, ms, timings, at} (timings: ms from the boot's start to the snapshot fetched,
 // hashed, indexed (packedSnapshot), its wasm parts ready, restored, the runtime up and ready; at: the
 // worker's and the boot's start on the shared timeOrigin + now clock) or {type:"failed", stage:"snapshot"|"runtime"|"integrity",
@@ -180,26 +180,19 @@ async function get(url, what, kind) {
 // instantiation hook, and a trap in the module's constructors or the restore
 // surfaces only as an uncaught error or rejection of this worker, so the boot
 // would never end (adversarial finding: a wrong data patch hung the page).
-// Either, or no answer within SNAPSHOT_BOOT_MS, fails the snapshot path, and
-// the page falls back to the cold boot.
-const SNAPSHOT_BOOT_MS = 60_000;
-// The clock starts once `arrived` resolves (the snapshot and its parts are in and checked): the restore is
-// what it times, never the download, which on a slow link takes longer (an adversarial finding: at 2 Mbit/s
-// the fast start was dropped for the cold boot 86 % through the snapshot's download, once Pyodide's set-up
-// was started before the snapshot came). A file that never comes is the page's own timeout to report.
-function watched(promise, arrived, ms = SNAPSHOT_BOOT_MS) {
-  let onError, onRejection, timer;
+// Either fails the snapshot path, and the page falls back to the cold boot. A
+// restore that never ends is timed by the page alone, from this worker's
+// "restoring" message (app.js startWorker): a clock here could not fire while a
+// spinning restore keeps this thread busy.
+function watched(promise) {
+  let onError, onRejection;
   const failed = new Promise((_, reject) => {
     onError = (ev) => { ev.preventDefault(); reject(new Error(`the fast start failed: ${ev.message || ev.error}`)); };
     onRejection = (ev) => { ev.preventDefault(); reject(new Error(`the fast start failed: ${(ev.reason && ev.reason.message) || ev.reason}`)); };
     self.addEventListener("error", onError);
     self.addEventListener("unhandledrejection", onRejection);
-    arrived.then(() => {
-      timer = setTimeout(() => reject(new Error(`the fast start did not finish within ${ms / 1000} s`)), ms);
-    }, () => {});  // its failure ends the race itself
   });
   return Promise.race([promise, failed]).finally(() => {
-    clearTimeout(timer);
     self.removeEventListener("error", onError);
     self.removeEventListener("unhandledrejection", onRejection);
   });
@@ -267,15 +260,14 @@ async function boot(msg) {
         timings.parts = Math.round(performance.now() - t0);
         return snapshotWriter(snapshot, patch);
       })();
-      // The page's own clock starts now too: a restore that keeps this thread busy (a snapshot that
-      // makes Python spin) never lets `watched`'s timer fire, so the page ends this worker instead.
+      // The page times the restore from now (never the download, which on a slow link takes longer: an
+      // adversarial finding dropped the fast start 86 % through the snapshot's download at 2 Mbit/s).
       writer.then(() => self.postMessage({type: "restoring"}), () => {});
       // Pyodide waits for the data forever if `writer` fails: the race ends the boot with its error.
       const failed = writer.then(() => new Promise(() => {}));
       pyodide = await watched(Promise.race([
         loadPyodide({indexURL: msg.indexURL, stdLibURL, _loadSnapshot: SNAPSHOT_PLACEHOLDER,
-                     createPyodideModule: growingFactory(factory, msg.snapshotMemory, writer)}), failed, wasmFailure]), writer,
-        msg.restoreTimeoutMs > 0 ? msg.restoreTimeoutMs : SNAPSHOT_BOOT_MS);  // a shorter one only from the tests
+                     createPyodideModule: growingFactory(factory, msg.snapshotMemory, writer)}), failed, wasmFailure]));
       timings.restored = Math.round(performance.now() - t0);
       if (pyodide.version !== msg.pyodideVersion) throw new Error(`runtime ${pyodide.version}, snapshot made with ${msg.pyodideVersion}`);
       pyodide.runPython(RESTORED_PY);

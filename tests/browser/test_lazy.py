@@ -230,7 +230,7 @@ def test_a_restore_that_never_ends_falls_back_to_the_cold_boot(page, server):
     The page now times the restore itself from the worker's "restoring" message
     (the snapshot is in and checked) and boots cold when it has not finished.
     Here the worker is served spinning right after the restore, the clock is
-    1.5 s (+2 s): the page boots cold and shows the CLI's plan."""
+    1.5 s: the page boots cold and shows the CLI's plan."""
     def spinning(route):
         body = route.fetch().text()
         spot = "      timings.restored = Math.round(performance.now() - t0);"
