@@ -170,20 +170,34 @@ const PATCH_MAGIC = 0x31504456;  // composer/buildtime/wasm_data.py MAGIC
 // before anything runs: an error thrown inside Pyodide's instantiation hook
 // would be swallowed and the boot never end.
 export function snapshotWriter(snapshot, patch = null) {
-  if (!patch) {
-    return {header: snapshot.header, writeData: () => {},
-            writeImage: (heap, dirtyBelow) => snapshot.copy(heap, 0, snapshot.imageLength, dirtyBelow)};
-  }
+  const ops = patch ? patchOps(patch, snapshot.imageLength) : [];  // [offset, length, patch start or -1: from the image]
+  // writeImage clears left-out pages up to the end of what writeData wrote too, wherever the heap's
+  // break is (an adversarial finding: a patch run above the break, from a build gone wrong, survived
+  // the restore where Pyodide's full copy overwrote it).
+  const dataEnd = ops.reduce((end, [off, len]) => Math.max(end, off + len), 0);
+  return {
+    header: snapshot.header,
+    writeData: (heap) => {
+      for (const [off, len, at] of ops) {
+        if (at < 0) snapshot.copy(heap, off, off + len); else heap.set(patch.subarray(at, at + len), off);
+      }
+    },
+    writeImage: (heap, dirtyBelow) => snapshot.copy(heap, 0, snapshot.imageLength, Math.max(dirtyBelow, dataEnd)),
+  };
+}
+
+// The writes of a wasm data patch, checked in full against a memory image of `imageLength` bytes.
+function patchOps(patch, imageLength) {
   const words = new DataView(patch.buffer, patch.byteOffset, patch.byteLength);
   const fail = (why) => { throw new Error(`the wasm data patch ${why}`); };
   if (patch.byteLength < 12 || words.getUint32(0, true) !== PATCH_MAGIC) fail("is not of its format");
   const ranges = words.getUint32(4, true), runs = words.getUint32(8, true);
-  const ops = [];  // [offset, length, patch start or -1: from the image]
+  const ops = [];
   let pos = 12, data = 12 + 8 * (ranges + runs);
   if (data > patch.byteLength) fail("is truncated");
   for (let i = 0; i < ranges + runs; i++, pos += 8) {
     const off = words.getUint32(pos, true), len = words.getUint32(pos + 4, true);
-    if (off + len > snapshot.imageLength) fail("writes past the snapshot's memory");
+    if (off + len > imageLength) fail("writes past the snapshot's memory");
     if (i < ranges) {
       ops.push([off, len, -1]);
     } else {
@@ -193,17 +207,7 @@ export function snapshotWriter(snapshot, patch = null) {
     }
   }
   if (data !== patch.byteLength) fail("has bytes after its last run");
-  // writeImage clears left-out pages up to the end of what writeData wrote too, wherever the heap's
-  // break is (an adversarial finding: a patch run above the break, from a build gone wrong, survived
-  // the restore where Pyodide's full copy overwrote it).
-  const dataEnd = ops.reduce((end, [off, len]) => Math.max(end, off + len), 0);
-  const writeImage = (heap, dirtyBelow) => snapshot.copy(heap, 0, snapshot.imageLength, Math.max(dirtyBelow, dataEnd));
-  const writeData = (heap) => {
-    for (const [off, len, at] of ops) {
-      if (at < 0) snapshot.copy(heap, off, off + len); else heap.set(patch.subarray(at, at + len), off);
-    }
-  };
-  return {header: snapshot.header, writeData, writeImage};
+  return ops;
 }
 
 const PACKED_MAGIC = 0x31505A53;  // composer/buildtime/sparse.py MAGIC
